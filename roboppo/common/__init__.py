@@ -1,0 +1,1 @@
+"""Pieces shared by roboppo's algorithms: distributions, normalization, env helpers, errors."""

@@ -1,0 +1,106 @@
+"""Building vectorized environments from ids, and guarding training against bad env output."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from stable_baselines3.common.env_util import make_vec_env
+from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv, VecEnvWrapper
+from stable_baselines3.common.vec_env.base_vec_env import VecEnvObs, VecEnvStepReturn
+
+import roboppo_envs
+from roboppo.common.errors import NonFiniteEnvOutputError, UnknownEnvError
+
+
+def check_env_id(env_id: str) -> None:
+    """Raise :class:`UnknownEnvError` listing roboppo's ids when ``env_id`` is not registered."""
+    if env_id in gym.registry:
+        return
+    known = ", ".join(roboppo_envs.registered_ids())
+    raise UnknownEnvError(
+        f"unknown environment id {env_id!r}. roboppo registers: {known}. "
+        "Any other Gymnasium id works too once the package that registers it is imported."
+    )
+
+
+def make_env_from_id(
+    env_id: str,
+    n_envs: int = 1,
+    seed: int | None = None,
+    env_kwargs: dict[str, Any] | None = None,
+    vec_env_cls: type[DummyVecEnv] | None = None,
+) -> VecEnv:
+    """``n_envs`` copies of ``env_id``, each in a ``Monitor``, as one SB3 ``VecEnv`` checked for NaN/inf.
+
+    :param env_id: a registered Gymnasium id, e.g. ``"RoboHopper-v0"``.
+    :param n_envs: number of parallel copies.
+    :param seed: seed of the first copy; copy ``i`` gets ``seed + i``.
+    :param env_kwargs: keyword arguments for ``gym.make``.
+    :param vec_env_cls: SB3 vector env class (``DummyVecEnv`` by default).
+    """
+    check_env_id(env_id)
+    if n_envs < 1:
+        raise ValueError(f"n_envs must be at least 1, got {n_envs}.")
+    venv = make_vec_env(env_id, n_envs=n_envs, seed=seed, env_kwargs=env_kwargs, vec_env_cls=vec_env_cls)
+    return VecFiniteCheck(venv)
+
+
+def env_name(venv: VecEnv) -> str:
+    """The Gymnasium id of a vector env's first copy, or its class name when it has no spec."""
+    try:
+        spec = venv.get_attr("spec", indices=[0])[0]
+    except (AttributeError, IndexError):
+        spec = None
+    return spec.id if spec is not None else type(venv.unwrapped).__name__
+
+
+class VecFiniteCheck(VecEnvWrapper):
+    """Stop with :class:`NonFiniteEnvOutputError` as soon as an observation or reward is NaN or inf.
+
+    Unlike SB3's ``VecCheckNan`` the message names the environment id, the copy index and
+    the number of vector steps taken, which is what one needs to reproduce the fault.
+    """
+
+    def __init__(self, venv: VecEnv) -> None:
+        super().__init__(venv)
+        self.name = env_name(venv)
+        self.steps = 0
+        self._last_actions: np.ndarray | None = None
+
+    def reset(self) -> VecEnvObs:
+        obs = self.venv.reset()
+        self._check(obs, "observation", "reset")
+        return obs
+
+    def step_async(self, actions: np.ndarray) -> None:
+        self._last_actions = actions
+        self.venv.step_async(actions)
+
+    def step_wait(self) -> VecEnvStepReturn:
+        obs, rewards, dones, infos = self.venv.step_wait()
+        self.steps += 1
+        where = f"vector step {self.steps}"
+        self._check(obs, "observation", where)
+        self._check(rewards, "reward", where)
+        for idx, info in enumerate(infos):
+            if "terminal_observation" in info:
+                self._check(info["terminal_observation"][None], "terminal observation", where, offset=idx)
+        return obs, rewards, dones, infos
+
+    def _check(self, values: Any, what: str, where: str, offset: int = 0) -> None:
+        if isinstance(values, dict):
+            for key, value in values.items():
+                self._check(value, f"{what} ({key!r})", where, offset)
+            return
+        array = np.asarray(values, dtype=np.float64)
+        finite = np.isfinite(array.reshape(array.shape[0], -1)).all(axis=1)
+        if finite.all():
+            return
+        index = offset + int(np.flatnonzero(~finite)[0])
+        action = "" if self._last_actions is None else f" after action {self._last_actions[index]!r}"
+        raise NonFiniteEnvOutputError(
+            f"environment {self.name} (copy {index}) returned a non-finite {what} at {where}{action}. "
+            "Training stopped before the bad value reached the networks; check the env's physics or reward."
+        )

@@ -1,0 +1,96 @@
+"""Observation normalization that travels inside the policy.
+
+The running statistics are module buffers, so ``model.save()`` writes them into the
+model zip with the weights and ``PPO.load()`` restores them: there is no separate
+``VecNormalize`` file to lose, and expert demonstrations, generator rollouts and
+deployment all see the same normalization.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch as th
+from gymnasium import spaces
+from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
+
+
+class RunningMeanStd(th.nn.Module):
+    """Running mean and variance over a stream of batches (Chan et al.'s parallel update).
+
+    Statistics are float64 buffers so that millions of updates do not drift.
+
+    :param shape: shape of one sample.
+    :param epsilon: added to the variance before the square root.
+    """
+
+    mean: th.Tensor
+    var: th.Tensor
+    count: th.Tensor
+
+    def __init__(self, shape: tuple[int, ...], epsilon: float = 1e-8) -> None:
+        super().__init__()
+        self.epsilon = epsilon
+        self.register_buffer("mean", th.zeros(shape, dtype=th.float64))
+        self.register_buffer("var", th.ones(shape, dtype=th.float64))
+        self.register_buffer("count", th.zeros((), dtype=th.float64))
+
+    @th.no_grad()
+    def update(self, batch: th.Tensor | np.ndarray) -> None:
+        """Fold a batch ``[N, *shape]`` (or ``[T, B, *shape]``) into the statistics."""
+        x = th.as_tensor(batch, dtype=th.float64, device=self.mean.device).reshape(-1, *self.mean.shape)
+        batch_count = x.shape[0]
+        if batch_count == 0:
+            return
+        batch_mean = x.mean(dim=0)
+        batch_var = x.var(dim=0, unbiased=False)
+        if self.count == 0:
+            self.mean.copy_(batch_mean)
+            self.var.copy_(batch_var)
+            self.count.fill_(batch_count)
+            return
+        total = self.count + batch_count
+        delta = batch_mean - self.mean
+        m2 = self.var * self.count + batch_var * batch_count + delta.square() * self.count * batch_count / total
+        self.mean.add_(delta * batch_count / total)
+        self.var.copy_(m2 / total)
+        self.count.copy_(total)
+
+    def normalize(self, x: th.Tensor, clip: float) -> th.Tensor:
+        """``clip((x - mean) / sqrt(var + eps), -clip, clip)`` in ``x``'s dtype."""
+        mean = self.mean.to(x.dtype)
+        std = th.sqrt(self.var + self.epsilon).to(x.dtype)
+        return th.clamp((x - mean) / std, -clip, clip)
+
+
+class NormalizedFlattenExtractor(BaseFeaturesExtractor):
+    """Features extractor: normalize a flat Box observation with running statistics.
+
+    The statistics change only through :meth:`update`, which roboppo's PPO calls once per
+    rollout with the collected batch, never inside ``forward``.
+
+    :param observation_space: a 1-D Box.
+    :param clip: normalized observations are clipped to ``[-clip, clip]``.
+    :param normalize: when False the extractor only flattens (statistics are still kept).
+    """
+
+    def __init__(self, observation_space: spaces.Box, clip: float = 10.0, normalize: bool = True) -> None:
+        if not isinstance(observation_space, spaces.Box) or len(observation_space.shape) != 1:
+            raise ValueError(
+                f"roboppo's MlpPolicy needs a flat Box observation space, got {observation_space}; "
+                "flatten the observations with gymnasium.wrappers.FlattenObservation."
+            )
+        super().__init__(observation_space, features_dim=int(observation_space.shape[0]))
+        self.clip = clip
+        self.normalize = normalize
+        self.obs_rms = RunningMeanStd(observation_space.shape)
+
+    def forward(self, observations: th.Tensor) -> th.Tensor:
+        """``[batch, obs_dim]`` -> ``[batch, obs_dim]``"""
+        observations = observations.float()
+        if not self.normalize:
+            return observations
+        return self.obs_rms.normalize(observations, self.clip)
+
+    def update(self, observations: th.Tensor | np.ndarray) -> None:
+        """Fold raw observations ``[..., obs_dim]`` into the running statistics."""
+        self.obs_rms.update(observations)

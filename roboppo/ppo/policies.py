@@ -1,0 +1,105 @@
+"""roboppo's ``MlpPolicy``: a tanh-squashed Gaussian actor-critic with in-policy observation normalization."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch as th
+from gymnasium import spaces
+from stable_baselines3.common.policies import ActorCriticPolicy
+from stable_baselines3.common.type_aliases import Schedule
+
+from roboppo.common.distributions import TanhNormalDistribution
+from roboppo.common.normalization import NormalizedFlattenExtractor
+
+
+class TanhGaussianPolicy(ActorCriticPolicy):
+    """Actor-critic MLP whose actions are ``tanh`` of a diagonal Gaussian, rescaled to the Box.
+
+    Differences from Stable-Baselines3's ``MlpPolicy``:
+
+    - ``forward`` and ``_predict`` return **pre-tanh** actions ``u``; the rollout buffer
+      stores them and ``evaluate_actions`` scores them, so log-probabilities are exact for
+      what was sampled. :meth:`unscale_action` maps ``u`` to ``low + (tanh(u) + 1) / 2 * (high - low)``;
+      SB3 calls it for every action sent to an env (rollouts, ``predict``, evaluation).
+    - Deterministic actions are the squashed mean, ``tanh(mean)``.
+    - Observations are normalized by running statistics stored as buffers in the policy
+      (see :class:`~roboppo.common.normalization.NormalizedFlattenExtractor`); they are
+      updated by PPO once per rollout and saved inside the model zip.
+
+    :param observation_space: flat Box observations.
+    :param action_space: Box actions with finite bounds.
+    :param lr_schedule: learning-rate schedule.
+    :param normalize_obs: normalize observations with running statistics.
+    :param obs_clip: clip normalized observations to ``[-obs_clip, obs_clip]``.
+    :param kwargs: every other keyword of SB3's ``ActorCriticPolicy`` (``net_arch``,
+        ``activation_fn``, ``log_std_init``, ``ortho_init``, ...).
+    """
+
+    def __init__(
+        self,
+        observation_space: spaces.Space,
+        action_space: spaces.Space,
+        lr_schedule: Schedule,
+        normalize_obs: bool = True,
+        obs_clip: float = 10.0,
+        **kwargs: Any,
+    ) -> None:
+        if not isinstance(action_space, spaces.Box):
+            raise ValueError(
+                f"roboppo's tanh-Gaussian policy needs a continuous Box action space, got {action_space}. "
+                "Use stable_baselines3.PPO for discrete actions."
+            )
+        if not np.all(np.isfinite(action_space.low)) or not np.all(np.isfinite(action_space.high)):
+            raise ValueError(f"the action space {action_space} needs finite low and high bounds to rescale tanh actions.")
+        if kwargs.get("use_sde"):
+            raise ValueError("roboppo's tanh-Gaussian policy does not support use_sde=True.")
+        kwargs.setdefault("features_extractor_class", NormalizedFlattenExtractor)
+        extractor_kwargs = dict(kwargs.pop("features_extractor_kwargs", None) or {})
+        if kwargs["features_extractor_class"] is NormalizedFlattenExtractor:
+            extractor_kwargs.update(clip=obs_clip, normalize=normalize_obs)
+        super().__init__(observation_space, action_space, lr_schedule, features_extractor_kwargs=extractor_kwargs, **kwargs)
+        self.normalize_obs = normalize_obs
+        self.obs_clip = obs_clip
+
+    @property
+    def squash_output(self) -> bool:
+        """Always True: SB3 then routes every action through :meth:`unscale_action`."""
+        return True
+
+    def _build(self, lr_schedule: Schedule) -> None:
+        assert isinstance(self.action_space, spaces.Box)
+        self.action_dist = TanhNormalDistribution(int(np.prod(self.action_space.shape)))
+        super()._build(lr_schedule)
+
+    def unscale_action(self, scaled_action: np.ndarray) -> np.ndarray:
+        """Map pre-tanh actions ``u`` ``[batch, action_dim]`` into the Box: ``low + (tanh(u) + 1) / 2 * (high - low)``."""
+        assert isinstance(self.action_space, spaces.Box)
+        low, high = self.action_space.low, self.action_space.high
+        squashed = np.tanh(scaled_action)
+        return (low + 0.5 * (squashed + 1.0) * (high - low)).astype(self.action_space.dtype)
+
+    def scale_action(self, action: np.ndarray) -> np.ndarray:
+        """Inverse of :meth:`unscale_action` for actions strictly inside the Box (pre-tanh result)."""
+        assert isinstance(self.action_space, spaces.Box)
+        low, high = self.action_space.low, self.action_space.high
+        squashed = 2.0 * (np.asarray(action, dtype=np.float64) - low) / (high - low) - 1.0
+        return np.arctanh(np.clip(squashed, -1.0 + 1e-6, 1.0 - 1e-6))
+
+    def observation_normalizers(self) -> list[NormalizedFlattenExtractor]:
+        """The distinct normalizing extractors of this policy (two when actor and critic do not share one)."""
+        extractors = {id(m): m for m in (self.pi_features_extractor, self.vf_features_extractor)}
+        return [m for m in extractors.values() if isinstance(m, NormalizedFlattenExtractor)]
+
+    def update_obs_normalizer(self, observations: th.Tensor | np.ndarray) -> None:
+        """Fold raw observations ``[..., obs_dim]`` into the running statistics."""
+        for normalizer in self.observation_normalizers():
+            normalizer.update(observations)
+
+    def _get_constructor_parameters(self) -> dict[str, Any]:
+        data = super()._get_constructor_parameters()
+        data.update(normalize_obs=self.normalize_obs, obs_clip=self.obs_clip)
+        data.pop("squash_output", None)
+        data.pop("use_sde", None)
+        return data

@@ -1,0 +1,89 @@
+"""The README's first command: train a controller until it balances the pendulum.
+
+    python -m roboppo.quickstart [--env RoboInvertedPendulum-v0] [--seed 0] [--log-dir runs]
+
+Trains roboppo PPO with the env's ``zoo_hparams/ppo.yml`` entry, evaluating every 1,000
+steps (10 deterministic episodes) and stopping once the mean return reaches the env's
+solved threshold (950 for the pendulum). Writes TensorBoard logs, the evaluation history
+and the trained model, then prints the final evaluation and where everything went.
+"""
+
+from __future__ import annotations
+
+import argparse
+import pathlib
+import time
+
+import gymnasium as gym
+from stable_baselines3.common.callbacks import EvalCallback, StopTrainingOnRewardThreshold
+from stable_baselines3.common.evaluation import evaluate_policy
+from stable_baselines3.common.logger import configure
+
+from roboppo import PPO
+from roboppo.common.env_util import check_env_id, make_env_from_id
+from roboppo.zoo import load_ppo_hparams
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m roboppo.quickstart", description=__doc__.splitlines()[0])
+    parser.add_argument("--env", default="RoboInvertedPendulum-v0", help="registered env id")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--log-dir", type=pathlib.Path, default=pathlib.Path("runs"), help="TensorBoard and run folder")
+    parser.add_argument("--max-steps", type=int, default=None, help="step budget (default: the zoo entry's)")
+    parser.add_argument("--threshold", type=float, default=None, help="stop at this mean return (default: env's)")
+    parser.add_argument("--eval-freq", type=int, default=1000, help="env steps between evaluations")
+    parser.add_argument("--no-progress-bar", action="store_true")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> float:
+    """Train, evaluate and save; returns the final mean evaluation return."""
+    args = parse_args(argv)
+    check_env_id(args.env)
+    threshold = args.threshold if args.threshold is not None else gym.spec(args.env).reward_threshold
+    if threshold is None:
+        raise SystemExit(f"{args.env} has no reward threshold; pass --threshold.")
+    entry = load_ppo_hparams(args.env)
+    run_name = f"{args.env}_seed{args.seed}_{time.strftime('%Y%m%d-%H%M%S')}"
+    run_dir = args.log_dir / run_name
+
+    model = PPO(
+        "MlpPolicy",
+        args.env,
+        n_envs=entry.n_envs,
+        seed=args.seed,
+        **entry.ppo_kwargs,
+    )
+    # TensorBoard events, a CSV of the same scalars, the evaluations and the model share one folder.
+    model.set_logger(configure(str(run_dir), ["tensorboard", "csv"]))
+    eval_env = make_env_from_id(args.env, n_envs=1, seed=args.seed + 10_000)
+    evaluation = EvalCallback(
+        eval_env,
+        n_eval_episodes=10,
+        eval_freq=max(args.eval_freq // entry.n_envs, 1),
+        deterministic=True,
+        callback_on_new_best=StopTrainingOnRewardThreshold(reward_threshold=threshold),
+        log_path=str(run_dir),
+        verbose=1,
+    )
+    budget = args.max_steps or entry.n_timesteps
+    print(f"Training PPO on {args.env} until 10 deterministic episodes average {threshold:g} (budget {budget:,} steps)")
+    start = time.perf_counter()
+    model.learn(budget, callback=evaluation, progress_bar=not args.no_progress_bar)
+    seconds = time.perf_counter() - start
+    model.save(run_dir / "model.zip")
+
+    mean_return, std_return = evaluate_policy(model, eval_env, n_eval_episodes=10, deterministic=True)
+    solved = mean_return >= threshold
+    print()
+    print(f"{'Solved' if solved else 'NOT solved'}: {args.env} after {model.num_timesteps:,} env steps in {seconds:.1f} s")
+    print(f"  final evaluation: {mean_return:.1f} ± {std_return:.1f} over 10 deterministic episodes")
+    print(f"  model:            {run_dir / 'model.zip'}   (roboppo.PPO.load(path))")
+    print(f"  evaluations:      {run_dir / 'evaluations.npz'}")
+    print(f"  scalars:          {run_dir / 'progress.csv'}")
+    print(f"  TensorBoard:      tensorboard --logdir {args.log_dir}")
+    return float(mean_return)
+
+
+if __name__ == "__main__":
+    main()

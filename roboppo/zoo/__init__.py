@@ -1,0 +1,5 @@
+"""The hyperparameter zoo: tuned settings per env id, read from ``zoo_hparams/``."""
+
+from roboppo.zoo.hparams import HparamsError, ZooEntry, load_ppo_hparams
+
+__all__ = ["HparamsError", "ZooEntry", "load_ppo_hparams"]

@@ -1,0 +1,119 @@
+"""Read and validate ``zoo_hparams/ppo.yml`` into keyword arguments for :class:`roboppo.PPO`.
+
+Values are never ``eval``'d: activation functions are looked up by name in a fixed table,
+and every key and type is checked, with errors naming the file, the env id and the key.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.resources
+import pathlib
+import re
+from typing import Any
+
+import yaml
+from torch import nn
+
+ACTIVATIONS: dict[str, type[nn.Module]] = {"tanh": nn.Tanh, "relu": nn.ReLU, "silu": nn.SiLU, "elu": nn.ELU}
+
+# key -> accepted Python types (YAML ints are accepted where floats are expected)
+PPO_KEYS: dict[str, tuple[type, ...]] = {
+    "n_timesteps": (int, float),
+    "n_envs": (int,),
+    "n_steps": (int,),
+    "batch_size": (int,),
+    "n_epochs": (int,),
+    "gamma": (int, float),
+    "gae_lambda": (int, float),
+    "clip_range": (int, float),
+    "ent_coef": (int, float),
+    "vf_coef": (int, float),
+    "max_grad_norm": (int, float),
+    "learning_rate": (int, float),
+    "target_kl": (int, float),
+    "normalize_advantage": (bool,),
+    "policy_kwargs": (dict,),
+}
+POLICY_KEYS: dict[str, tuple[type, ...]] = {
+    "net_arch": (list, dict),
+    "activation_fn": (str,),
+    "log_std_init": (int, float),
+    "ortho_init": (bool,),
+    "obs_clip": (int, float),
+    "normalize_obs": (bool,),
+}
+
+
+class _Loader(yaml.SafeLoader):
+    """SafeLoader that also reads ``1e6`` and ``3.0e-4`` as floats (plain YAML 1.1 wants ``1.0e+6``)."""
+
+
+_Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:\d[\d_]*)?(?:\.[\d_]*)?[eE][-+]?\d+$|^[-+]?\d[\d_]*\.[\d_]*$|^[-+]?\.[\d_]+$"),
+    list("-+0123456789."),
+)
+
+
+class HparamsError(ValueError):
+    """A hyperparameter file that cannot be used as written."""
+
+
+@dataclasses.dataclass(frozen=True)
+class ZooEntry:
+    """One env's settings: the training budget, the number of envs and PPO's keyword arguments."""
+
+    env_id: str
+    n_timesteps: int
+    n_envs: int
+    ppo_kwargs: dict[str, Any]
+
+
+def default_hparams_file(algo: str = "ppo") -> pathlib.Path:
+    """``zoo_hparams/<algo>.yml`` from the checkout or the installed package."""
+    return pathlib.Path(str(importlib.resources.files("zoo_hparams").joinpath(f"{algo}.yml")))
+
+
+def load_ppo_hparams(env_id: str, path: str | pathlib.Path | None = None) -> ZooEntry:
+    """The ``default`` entry of ``path`` updated with the ``env_id`` entry, validated.
+
+    :raises HparamsError: YAML syntax error, unknown key or wrong type (names file, env id and key).
+    """
+    file = pathlib.Path(path) if path is not None else default_hparams_file("ppo")
+    try:
+        document = yaml.load(file.read_text(), Loader=_Loader)  # noqa: S506 (a SafeLoader)
+    except yaml.YAMLError as error:
+        raise HparamsError(f"{file}: YAML syntax error: {error}") from error
+    if not isinstance(document, dict):
+        raise HparamsError(f"{file}: expected a mapping of env ids to settings at the top level.")
+    merged: dict[str, Any] = dict(document.get("default") or {})
+    merged.update(document.get(env_id) or {})
+    settings = _validated(merged, PPO_KEYS, f"{file} [{env_id}]")
+    policy_kwargs = _validated(settings.pop("policy_kwargs", {}), POLICY_KEYS, f"{file} [{env_id}] policy_kwargs")
+    if "activation_fn" in policy_kwargs:
+        name = policy_kwargs["activation_fn"]
+        if name not in ACTIVATIONS:
+            raise HparamsError(
+                f"{file} [{env_id}] policy_kwargs: activation_fn {name!r} is not one of {sorted(ACTIVATIONS)}."
+            )
+        policy_kwargs["activation_fn"] = ACTIVATIONS[name]
+    if policy_kwargs:
+        settings["policy_kwargs"] = policy_kwargs
+    n_timesteps = int(settings.pop("n_timesteps", 1_000_000))
+    n_envs = int(settings.pop("n_envs", 1))
+    return ZooEntry(env_id=env_id, n_timesteps=n_timesteps, n_envs=n_envs, ppo_kwargs=settings)
+
+
+def _validated(values: dict[str, Any], schema: dict[str, tuple[type, ...]], where: str) -> dict[str, Any]:
+    checked: dict[str, Any] = {}
+    for key, value in values.items():
+        if key not in schema:
+            raise HparamsError(f"{where}: unknown key {key!r}; known keys: {', '.join(sorted(schema))}.")
+        accepted = schema[key]
+        is_bool = isinstance(value, bool)
+        if not isinstance(value, accepted) or (is_bool and bool not in accepted):
+            names = " or ".join(t.__name__ for t in accepted)
+            raise HparamsError(f"{where}: key {key!r} must be {names}, got {value!r} ({type(value).__name__}).")
+        checked[key] = value
+    return checked
