@@ -97,7 +97,7 @@ def markdown_table(results: list[Result]) -> str:
             speeds[system] = statistics.mean(r.steps_per_second for r in rows)
             returns = [r.eval_return for r in rows]
             spread = statistics.pstdev(returns) if len(returns) > 1 else 0.0
-            ratio = f"{speeds[system] / speeds['sb3']:.2f}x" if "sb3" in speeds else "–"
+            ratio = f"{speeds[system] / speeds['sb3']:.2f}x" if "sb3" in speeds else "-"
             lines.append(
                 f"| {env_id} | {system} | {rows[0].steps:,} | {speeds[system]:,.0f} "
                 f"| {statistics.mean(returns):,.1f} ± {spread:,.1f} ({len(rows)} seeds) | {ratio} |"

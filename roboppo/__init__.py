@@ -12,9 +12,9 @@ __version__ = "0.1.0"
 __all__ = [
     "PPO",
     "MlpPolicy",
-    "TanhGaussianPolicy",
     "ModelLoadError",
     "NonFiniteEnvOutputError",
+    "TanhGaussianPolicy",
     "UnknownEnvError",
     "__version__",
 ]

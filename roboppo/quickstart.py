@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import pathlib
+import sys
 import time
 
 import gymnasium as gym
@@ -19,9 +20,9 @@ from stable_baselines3.common.callbacks import EvalCallback, StopTrainingOnRewar
 from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.logger import configure
 
-from roboppo import PPO
+from roboppo import PPO, UnknownEnvError
 from roboppo.common.env_util import check_env_id, make_env_from_id
-from roboppo.zoo import load_ppo_hparams
+from roboppo.zoo import HparamsError, load_ppo_hparams
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -74,9 +75,12 @@ def main(argv: list[str] | None = None) -> float:
     model.save(run_dir / "model.zip")
 
     mean_return, std_return = evaluate_policy(model, eval_env, n_eval_episodes=10, deterministic=True)
+    assert isinstance(mean_return, float) and isinstance(std_return, float)
     solved = mean_return >= threshold
     print()
-    print(f"{'Solved' if solved else 'NOT solved'}: {args.env} after {model.num_timesteps:,} env steps in {seconds:.1f} s")
+    print(
+        f"{'Solved' if solved else 'NOT solved'}: {args.env} after {model.num_timesteps:,} env steps in {seconds:.1f} s"
+    )
     print(f"  final evaluation: {mean_return:.1f} ± {std_return:.1f} over 10 deterministic episodes")
     print(f"  model:            {run_dir / 'model.zip'}   (roboppo.PPO.load(path))")
     print(f"  evaluations:      {run_dir / 'evaluations.npz'}")
@@ -86,4 +90,8 @@ def main(argv: list[str] | None = None) -> float:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except (UnknownEnvError, HparamsError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        sys.exit(2)

@@ -21,7 +21,7 @@ from typing import TypeVar
 
 import torch as th
 from stable_baselines3.common.distributions import DiagGaussianDistribution, sum_independent_dims
-from torch.nn import functional as F
+from torch.nn.functional import softplus
 
 SelfTanhNormal = TypeVar("SelfTanhNormal", bound="TanhNormalDistribution")
 
@@ -34,7 +34,7 @@ def tanh_log_det_jacobian(pre_tanh: th.Tensor) -> th.Tensor:
     :param pre_tanh: pre-tanh actions ``u``, any shape.
     :return: tensor of the same shape; tends to ``-2|u| + 2 log 2`` for large ``|u|``.
     """
-    return 2.0 * (LOG_2 - pre_tanh - F.softplus(-2.0 * pre_tanh))
+    return 2.0 * (LOG_2 - pre_tanh - softplus(-2.0 * pre_tanh))
 
 
 class TanhNormalDistribution(DiagGaussianDistribution):

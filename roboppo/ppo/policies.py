@@ -52,14 +52,18 @@ class TanhGaussianPolicy(ActorCriticPolicy):
                 "Use stable_baselines3.PPO for discrete actions."
             )
         if not np.all(np.isfinite(action_space.low)) or not np.all(np.isfinite(action_space.high)):
-            raise ValueError(f"the action space {action_space} needs finite low and high bounds to rescale tanh actions.")
+            raise ValueError(
+                f"the action space {action_space} needs finite low and high bounds to rescale tanh actions."
+            )
         if kwargs.get("use_sde"):
             raise ValueError("roboppo's tanh-Gaussian policy does not support use_sde=True.")
         kwargs.setdefault("features_extractor_class", NormalizedFlattenExtractor)
         extractor_kwargs = dict(kwargs.pop("features_extractor_kwargs", None) or {})
         if kwargs["features_extractor_class"] is NormalizedFlattenExtractor:
             extractor_kwargs.update(clip=obs_clip, normalize=normalize_obs)
-        super().__init__(observation_space, action_space, lr_schedule, features_extractor_kwargs=extractor_kwargs, **kwargs)
+        super().__init__(
+            observation_space, action_space, lr_schedule, features_extractor_kwargs=extractor_kwargs, **kwargs
+        )
         self.normalize_obs = normalize_obs
         self.obs_clip = obs_clip
 
@@ -74,7 +78,10 @@ class TanhGaussianPolicy(ActorCriticPolicy):
         super()._build(lr_schedule)
 
     def unscale_action(self, scaled_action: np.ndarray) -> np.ndarray:
-        """Map pre-tanh actions ``u`` ``[batch, action_dim]`` into the Box: ``low + (tanh(u) + 1) / 2 * (high - low)``."""
+        """Map pre-tanh actions ``u`` ``[batch, action_dim]`` into the Box.
+
+        ``a = low + (tanh(u) + 1) / 2 * (high - low)``
+        """
         assert isinstance(self.action_space, spaces.Box)
         low, high = self.action_space.low, self.action_space.high
         squashed = np.tanh(scaled_action)

@@ -132,7 +132,15 @@ class PPO(SB3PPO):
         resolved = _resolve_model_path(path)
         try:
             return super().load(resolved, env, device, custom_objects, print_system_info, force_reset, **kwargs)
-        except (zipfile.BadZipFile, KeyError, EOFError, pickle.UnpicklingError, RuntimeError, AssertionError) as error:
+        except (
+            zipfile.BadZipFile,
+            KeyError,
+            EOFError,
+            pickle.UnpicklingError,
+            RuntimeError,
+            ValueError,
+            AssertionError,
+        ) as error:
             raise ModelLoadError(
                 f"cannot load a model from {resolved}: {type(error).__name__}: {error}. "
                 "The file is not a complete model zip written by model.save(); re-save or re-train it."

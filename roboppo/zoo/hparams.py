@@ -82,7 +82,7 @@ def load_ppo_hparams(env_id: str, path: str | pathlib.Path | None = None) -> Zoo
     """
     file = pathlib.Path(path) if path is not None else default_hparams_file("ppo")
     try:
-        document = yaml.load(file.read_text(), Loader=_Loader)  # noqa: S506 (a SafeLoader)
+        document = yaml.load(file.read_text(), Loader=_Loader)
     except yaml.YAMLError as error:
         raise HparamsError(f"{file}: YAML syntax error: {error}") from error
     if not isinstance(document, dict):

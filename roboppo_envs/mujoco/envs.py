@@ -17,7 +17,10 @@ from gymnasium.envs.mujoco.inverted_pendulum_v5 import InvertedPendulumEnv
 
 
 class Float32MujocoMixin:
-    """float32 observations and float rewards on top of a Gymnasium v5 MuJoCo env."""
+    """float32 observations and float rewards on top of a Gymnasium v5 MuJoCo env.
+
+    The subclasses narrow the v5 classes' float64 types on purpose, hence their ``type: ignore[misc]``.
+    """
 
     observation_space: spaces.Box
 
@@ -34,15 +37,13 @@ class Float32MujocoMixin:
         return obs, float(reward), bool(terminated), bool(truncated), info
 
 
-class RoboInvertedPendulumEnv(Float32MujocoMixin, InvertedPendulumEnv):
+class RoboInvertedPendulumEnv(Float32MujocoMixin, InvertedPendulumEnv):  # type: ignore[misc]
     """Cart-pole balancing: +1 per step while the pole stays within 0.2 rad (``InvertedPendulum-v5``)."""
 
 
-class RoboInvertedDoublePendulumEnv(Float32MujocoMixin, InvertedDoublePendulumEnv):
+class RoboInvertedDoublePendulumEnv(Float32MujocoMixin, InvertedDoublePendulumEnv):  # type: ignore[misc]
     """Two-link pole on a cart: alive bonus minus distance and velocity penalties (``InvertedDoublePendulum-v5``)."""
 
 
-class RoboHopperEnv(Float32MujocoMixin, HopperEnv):
+class RoboHopperEnv(Float32MujocoMixin, HopperEnv):  # type: ignore[misc]
     """One-legged hopper: forward velocity + healthy bonus - control cost (``Hopper-v5``)."""
-
-

@@ -1,0 +1,27 @@
+"""Shared fixtures: tiny PPO budgets (SB3's test habit) and a seeded numpy generator."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+import torch as th
+
+ROBO_IDS = ["RoboInvertedPendulum-v0", "RoboInvertedDoublePendulum-v0", "RoboHopper-v0"]
+
+
+@pytest.fixture(autouse=True)
+def _one_torch_thread() -> None:
+    th.set_num_threads(1)
+
+
+@pytest.fixture
+def rng() -> np.random.Generator:
+    return np.random.default_rng(0)
+
+
+@pytest.fixture
+def tiny() -> dict[str, Any]:
+    """PPO keyword arguments for runs that take a second."""
+    return {"n_steps": 64, "batch_size": 32, "n_epochs": 2, "policy_kwargs": {"net_arch": [16]}}

@@ -1,0 +1,162 @@
+"""roboppo.PPO with tiny budgets: the SB3 API, exact log-probs, normalization, logging."""
+
+from __future__ import annotations
+
+import pathlib
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch as th
+from stable_baselines3.common.callbacks import CheckpointCallback, EvalCallback
+from stable_baselines3.common.evaluation import evaluate_policy
+from stable_baselines3.common.utils import obs_as_tensor
+from stable_baselines3.common.vec_env import DummyVecEnv
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+from roboppo import PPO, TanhGaussianPolicy
+from roboppo.common.env_util import make_env_from_id
+from tests.conftest import ROBO_IDS
+
+
+@pytest.mark.parametrize("env_id", ROBO_IDS)
+def test_learn_from_an_env_id_builds_n_envs(env_id: str, tiny: dict[str, Any]) -> None:
+    model = PPO("MlpPolicy", env_id, n_envs=2, seed=0, **tiny)
+    assert isinstance(model.policy, TanhGaussianPolicy)
+    assert model.n_envs == 2
+    model.learn(256)
+    assert model.num_timesteps == 256
+    assert all(th.isfinite(p).all() for p in model.policy.parameters())
+
+
+def test_gym_env_and_vec_env_instances_work(tiny: dict[str, Any]) -> None:
+    PPO("MlpPolicy", gym.make("RoboInvertedPendulum-v0"), seed=0, **tiny).learn(64)
+    venv = DummyVecEnv([lambda: gym.make("RoboInvertedPendulum-v0")] * 2)
+    model = PPO("MlpPolicy", venv, seed=0, **tiny).learn(128)
+    model.set_env(make_env_from_id("RoboInvertedPendulum-v0", n_envs=2, seed=3))
+    model.learn(128, reset_num_timesteps=False)
+    assert model.num_timesteps == 256
+
+
+def test_first_minibatch_ratio_is_one(tiny: dict[str, Any]) -> None:
+    """Stored log-probs are exactly what the first minibatch re-evaluates, also once the normalizer has moved."""
+    model = PPO("MlpPolicy", "RoboHopper-v0", n_envs=2, seed=0, **tiny)
+    model.learn(256)  # two updates: normalizer statistics and weights are no longer at their initial values
+    assert model.policy.features_extractor.obs_rms.count.item() == 256
+    _, callback = model._setup_learn(128, reset_num_timesteps=False)
+    model.collect_rollouts(model.env, callback, model.rollout_buffer, n_rollout_steps=model.n_steps)
+    batch = next(model.rollout_buffer.get(model.batch_size))
+    with th.no_grad():
+        _, log_prob, _ = model.policy.evaluate_actions(batch.observations, batch.actions)
+    ratio = th.exp(log_prob - batch.old_log_prob)
+    assert th.max(th.abs(ratio - 1)).item() < 1e-5
+    assert batch.actions.abs().max() > 0  # pre-tanh actions were stored
+
+
+def test_normalizer_updates_once_per_rollout_from_the_collected_batch(tiny: dict[str, Any]) -> None:
+    model = PPO("MlpPolicy", "RoboHopper-v0", n_envs=2, seed=0, **tiny)
+    model.learn(64 * 2)
+    rms = model.policy.features_extractor.obs_rms
+    observations = model.rollout_buffer.observations.reshape(-1, rms.mean.shape[0])
+    assert rms.count.item() == 128
+    np.testing.assert_allclose(rms.mean.numpy(), observations.mean(axis=0), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(rms.var.numpy(), observations.var(axis=0), rtol=1e-4, atol=1e-6)
+
+
+def test_save_load_gives_identical_actions_without_a_statistics_file(
+    tmp_path: pathlib.Path, tiny: dict[str, Any], rng: np.random.Generator
+) -> None:
+    model = PPO("MlpPolicy", "RoboHopper-v0", n_envs=2, seed=0, **tiny).learn(256)
+    model.save(tmp_path / "hopper")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["hopper.zip"]
+    loaded = PPO.load(tmp_path / "hopper.zip")
+    obs = rng.normal(size=(32, 11)).astype(np.float32)
+    np.testing.assert_array_equal(model.predict(obs, deterministic=True)[0], loaded.predict(obs, deterministic=True)[0])
+    for name in ("mean", "var", "count"):
+        saved = getattr(model.policy.features_extractor.obs_rms, name)
+        th.testing.assert_close(getattr(loaded.policy.features_extractor.obs_rms, name), saved)
+    assert loaded.policy.features_extractor.obs_rms.count.item() == 256
+
+
+def test_seeded_runs_are_identical(tiny: dict[str, Any]) -> None:
+    params = []
+    for _ in range(2):
+        model = PPO("MlpPolicy", "RoboInvertedPendulum-v0", n_envs=2, seed=11, **tiny).learn(128)
+        params.append(th.nn.utils.parameters_to_vector(model.policy.parameters()))
+    th.testing.assert_close(params[0], params[1])
+
+
+def test_callbacks_progress_bar_and_evaluate_policy(tmp_path: pathlib.Path, tiny: dict[str, Any]) -> None:
+    model = PPO("MlpPolicy", "RoboInvertedPendulum-v0", n_envs=2, seed=0, **tiny)
+    eval_env = make_env_from_id("RoboInvertedPendulum-v0", seed=5)
+    evaluation = EvalCallback(eval_env, n_eval_episodes=2, eval_freq=64, best_model_save_path=str(tmp_path))
+    checkpoints = CheckpointCallback(save_freq=64, save_path=str(tmp_path / "ckpt"), name_prefix="ppo")
+    model.learn(256, callback=[evaluation, checkpoints], progress_bar=True)
+    assert (tmp_path / "best_model.zip").is_file()
+    assert sorted(p.name for p in (tmp_path / "ckpt").iterdir()) == [f"ppo_{n}_steps.zip" for n in (128, 256)]
+    assert PPO.load(tmp_path / "ckpt" / "ppo_256_steps.zip").num_timesteps == 256
+    mean, std = evaluate_policy(model, eval_env, n_eval_episodes=3)
+    assert 1.0 <= mean <= 1000.0 and std >= 0.0
+
+
+def test_tensorboard_events_contain_the_scalars(tmp_path: pathlib.Path, tiny: dict[str, Any]) -> None:
+    model = PPO("MlpPolicy", "RoboInvertedPendulum-v0", n_envs=2, seed=0, tensorboard_log=str(tmp_path), **tiny)
+    model.learn(64 * 2 * 4, tb_log_name="run")
+    (run_dir,) = tmp_path.iterdir()
+    events = EventAccumulator(str(run_dir))
+    events.Reload()
+    tags = set(events.Tags()["scalars"])
+    expected = {
+        "rollout/ep_rew_mean", "rollout/ep_len_mean", "time/fps", "train/approx_kl", "train/clip_fraction",
+        "train/entropy_loss", "train/explained_variance", "train/loss", "train/policy_gradient_loss",
+        "train/value_loss", "train/std", "obs_norm/count", "obs_norm/mean_abs", "obs_norm/std_mean",
+    }  # fmt: skip
+    assert expected <= tags
+    counts = [event.value for event in events.Scalars("obs_norm/count")]
+    assert counts == sorted(counts) and counts[-1] >= 128 * 2
+    assert all(np.isfinite(event.value) for event in events.Scalars("train/entropy_loss"))
+
+
+class ConstantEnv(gym.Env):
+    """Reward 0, observation = step count; terminates at step 3 on even episodes, is truncated at 5 otherwise."""
+
+    observation_space = gym.spaces.Box(-np.inf, np.inf, (1,), np.float32)
+    action_space = gym.spaces.Box(-1.0, 1.0, (1,), np.float32)
+
+    def __init__(self) -> None:
+        self.t, self.episode = 0, -1
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[np.ndarray, dict]:
+        super().reset(seed=seed)
+        self.t, self.episode = 0, self.episode + 1
+        return np.zeros(1, np.float32), {}
+
+    def step(self, action: np.ndarray) -> tuple[np.ndarray, float, bool, bool, dict]:
+        self.t += 1
+        terminated = self.episode % 2 == 0 and self.t == 3
+        truncated = not terminated and self.t == 5
+        return np.array([self.t], np.float32), 0.0, terminated, truncated, {}
+
+
+def test_gae_bootstraps_on_truncation_not_on_termination() -> None:
+    model = PPO("MlpPolicy", ConstantEnv(), n_steps=16, batch_size=16, gamma=0.5, seed=0)
+    with th.no_grad():
+        model.policy.value_net.bias.fill_(4.0)  # V(s) = 4 + w . features
+    model._setup_learn(16)
+    model.collect_rollouts(model.env, model._init_callback(None), model.rollout_buffer, n_rollout_steps=16)
+    rewards = model.rollout_buffer.rewards[:, 0]
+    # episodes: terminated at t=3 (steps 0-2), truncated at t=5 (steps 3-7), terminated (8-10), truncated (11-15)
+    assert rewards[2] == 0.0 and rewards[10] == 0.0
+    for step in (7, 15):
+        terminal = obs_as_tensor(np.array([[5.0]], np.float32), model.device)
+        with th.no_grad():
+            expected = 0.5 * model.policy.predict_values(terminal).item()
+        assert rewards[step] == pytest.approx(expected, rel=1e-5) and expected != 0.0
+    assert np.all(rewards[[0, 1, 3, 4, 5, 6, 8, 9, 11, 12, 13, 14]] == 0.0)
+
+
+def test_imitation_gail_imports_on_this_stack() -> None:
+    from imitation.algorithms.adversarial import gail
+
+    assert hasattr(gail, "GAIL")

@@ -1,0 +1,52 @@
+"""zoo_hparams/ppo.yml loading: valid entries and every error case."""
+
+from __future__ import annotations
+
+import pathlib
+
+import pytest
+from torch import nn
+
+from roboppo.zoo.hparams import HparamsError, default_hparams_file, load_ppo_hparams
+
+
+def write(tmp_path: pathlib.Path, text: str) -> pathlib.Path:
+    path = tmp_path / "ppo.yml"
+    path.write_text(text)
+    return path
+
+
+def test_shipped_file_has_an_entry_per_robo_env() -> None:
+    for env_id in ["RoboInvertedPendulum-v0", "RoboInvertedDoublePendulum-v0", "RoboHopper-v0"]:
+        entry = load_ppo_hparams(env_id)
+        assert entry.n_timesteps > 0 and entry.n_envs >= 1
+    hopper = load_ppo_hparams("RoboHopper-v0")
+    assert hopper.ppo_kwargs["policy_kwargs"]["activation_fn"] is nn.ReLU
+    assert default_hparams_file().name == "ppo.yml"
+
+
+def test_default_is_merged_and_plain_scientific_numbers_parse(tmp_path: pathlib.Path) -> None:
+    path = write(tmp_path, "default:\n  n_timesteps: 1e6\n  gamma: 0.9\nMyEnv-v0:\n  learning_rate: 3.0e-4\n")
+    entry = load_ppo_hparams("MyEnv-v0", path)
+    assert entry.n_timesteps == 1_000_000
+    assert entry.ppo_kwargs == {"gamma": 0.9, "learning_rate": 3.0e-4}
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("MyEnv-v0:\n  n_step: 64\n", r"\[MyEnv-v0\]: unknown key 'n_step'"),
+        ("MyEnv-v0:\n  n_steps: lots\n", r"\[MyEnv-v0\]: key 'n_steps' must be int"),
+        ("MyEnv-v0:\n  normalize_advantage: 1\n", r"key 'normalize_advantage' must be bool"),
+        ("MyEnv-v0:\n  n_epochs: true\n", r"key 'n_epochs' must be int"),
+        ("MyEnv-v0:\n  policy_kwargs: {activation_fn: gelu}\n", r"activation_fn 'gelu' is not one of"),
+        ("MyEnv-v0:\n  policy_kwargs: {net: [64]}\n", r"policy_kwargs: unknown key 'net'"),
+        ("MyEnv-v0:\n  gamma: [0.9\n", r"YAML syntax error"),
+        ("- just a list\n", r"mapping of env ids"),
+    ],
+)
+def test_bad_files_name_file_env_and_key(tmp_path: pathlib.Path, text: str, message: str) -> None:
+    path = write(tmp_path, text)
+    with pytest.raises(HparamsError, match=message) as error:
+        load_ppo_hparams("MyEnv-v0", path)
+    assert str(path) in str(error.value)
