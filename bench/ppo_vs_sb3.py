@@ -17,11 +17,11 @@ from __future__ import annotations
 import argparse
 import pathlib
 import statistics
-import sys
 import time
 from dataclasses import dataclass
 
 import torch as th
+from _report import publish
 from stable_baselines3 import PPO as SB3PPO
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.evaluation import evaluate_policy
@@ -125,11 +125,7 @@ def main(argv: list[str] | None = None) -> None:
                     f"{result.seconds:.1f} s ({result.steps_per_second:,.0f}/s), eval return {result.eval_return:,.1f}",
                     flush=True,
                 )
-    table = markdown_table(results)
-    print("\n" + table)
-    if args.out is not None:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(f"`python bench/{pathlib.Path(__file__).name} {' '.join(sys.argv[1:])}`\n\n{table}\n")
+    publish(markdown_table(results), args.out)
 
 
 if __name__ == "__main__":
