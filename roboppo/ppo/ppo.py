@@ -76,6 +76,8 @@ class PPO(SB3PPO):
         self._update_obs_normalizer()
 
     def _update_obs_normalizer(self) -> None:
+        if not isinstance(self.policy, TanhGaussianPolicy):  # a user-supplied SB3 policy has no normalizer
+            return
         observations = self.rollout_buffer.observations
         assert not isinstance(observations, dict), "roboppo's MlpPolicy takes flat Box observations"
         self.policy.update_obs_normalizer(observations)

@@ -160,3 +160,10 @@ def test_imitation_gail_imports_on_this_stack() -> None:
     from imitation.algorithms.adversarial import gail
 
     assert hasattr(gail, "GAIL")
+
+
+def test_a_stock_sb3_policy_class_still_trains(tiny: dict[str, Any]) -> None:
+    from stable_baselines3.common.policies import ActorCriticPolicy
+
+    model = PPO(ActorCriticPolicy, "RoboInvertedPendulum-v0", seed=0, **tiny).learn(128)
+    assert model.num_timesteps == 128 and not isinstance(model.policy, TanhGaussianPolicy)
