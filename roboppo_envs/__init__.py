@@ -8,7 +8,25 @@ id                                        physics and rewards of          max st
 ``RoboHopper-v0``                         ``Hopper-v5``                   1000
 ========================================  ==============================  ===========
 
-``gym.make(id)`` gives one env, ``gym.make_vec(id, num_envs=N)`` a vector of N.
+Brax robots (the ``brax`` extra; JAX is imported when one is first made):
+
+========================================  ==============================  ===========
+id                                        Brax env (default backend       max steps
+                                          ``spring``)
+========================================  ==============================  ===========
+``RoboAnt-v0``                            ``ant``                         1000
+``RoboHalfCheetah-v0``                    ``halfcheetah``                 1000
+``RoboHumanoid-v0``                       ``humanoid``                    1000
+``RoboBraxHopper-v0``                     ``hopper``                      1000
+``RoboBraxInvertedPendulum-v0``           ``inverted_pendulum``           1000
+========================================  ==============================  ===========
+
+``RoboHopper-v0`` is MuJoCo's Hopper (Gymnasium v5 physics); ``RoboBraxHopper-v0`` is Brax's
+hopper, a different model and reward scale. Likewise the two inverted pendulums.
+
+``gym.make(id)`` gives one env, ``gym.make_vec(id, num_envs=N)`` a vector of N; for Brax ids
+the vector is a :class:`~roboppo_envs.brax.BraxVectorEnv` stepped by JAX
+(``gym.make_vec("RoboAnt-v0", num_envs=2048, backend="positional")``).
 """
 
 from __future__ import annotations
@@ -31,11 +49,34 @@ ROBO_ENVS: dict[str, dict[str, object]] = {
 }
 
 
+BRAX_ENVS: dict[str, str] = {
+    "RoboAnt-v0": "ant",
+    "RoboHalfCheetah-v0": "halfcheetah",
+    "RoboHumanoid-v0": "humanoid",
+    "RoboBraxHopper-v0": "hopper",
+    "RoboBraxInvertedPendulum-v0": "inverted_pendulum",
+}
+
+
 def register_envs() -> None:
     """Register every ``Robo*`` id with Gymnasium (idempotent)."""
     for env_id, spec in ROBO_ENVS.items():
         if env_id not in gym.registry:
             gym.register(id=env_id, max_episode_steps=1000, **spec)  # type: ignore[arg-type]
+    for env_id, brax_name in BRAX_ENVS.items():
+        if env_id not in gym.registry:
+            gym.register(
+                id=env_id,
+                entry_point="roboppo_envs.brax.single_env:BraxEnv",
+                vector_entry_point="roboppo_envs.brax.vector_env:BraxVectorEnv",
+                max_episode_steps=1000,
+                kwargs={"env_name": brax_name, "env_id": env_id},
+            )
+
+
+def is_brax_id(env_id: str) -> bool:
+    """True for the ids backed by Brax (their vector env is a :class:`~roboppo_envs.brax.BraxVectorEnv`)."""
+    return env_id in BRAX_ENVS
 
 
 def registered_ids() -> list[str]:
@@ -45,4 +86,4 @@ def registered_ids() -> list[str]:
 
 register_envs()
 
-__all__ = ["ROBO_ENVS", "register_envs", "registered_ids"]
+__all__ = ["BRAX_ENVS", "ROBO_ENVS", "is_brax_id", "register_envs", "registered_ids"]

@@ -32,8 +32,9 @@ elif ! python -c "import torch" 2>/dev/null; then
     fi
 fi
 
-# 2. roboppo itself (editable) with the developer tools; torch is already satisfied.
-python -m pip install --quiet -e ".[dev]"
+# 2. roboppo itself (editable) with the developer tools, Brax/JAX (CPU build of jaxlib unless
+#    JAX finds an accelerator plugin) and the benchmarks' extras; torch is already satisfied.
+python -m pip install --quiet -e ".[dev,brax,bench]"
 
 # 3. imitation (GAIL). Its 1.0.1 release pins stable-baselines3~=2.2.1 and gymnasium~=0.29,
 #    which would downgrade this stack; installed without those pins it runs on SB3 2.x and

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+
+os.environ.setdefault("MUJOCO_GL", "egl")  # headless rendering; read when mujoco is imported
+
 from typing import Any
 
 import numpy as np
@@ -25,3 +29,15 @@ def rng() -> np.random.Generator:
 def tiny() -> dict[str, Any]:
     """PPO keyword arguments for runs that take a second."""
     return {"n_steps": 64, "batch_size": 32, "n_epochs": 2, "policy_kwargs": {"net_arch": [16]}}
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _jax_compilation_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Brax envs built alike compile alike: reuse XLA compilations across the session's env instances."""
+    try:
+        import jax
+    except ImportError:
+        return
+    jax.config.update("jax_compilation_cache_dir", str(tmp_path_factory.mktemp("jax-cache")))
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+    jax.config.update("jax_persistent_cache_min_entry_size_bytes", -1)

@@ -12,6 +12,7 @@ from stable_baselines3.common.vec_env.base_vec_env import VecEnvObs, VecEnvStepR
 
 import roboppo_envs
 from roboppo.common.errors import NonFiniteEnvOutputError, UnknownEnvError
+from roboppo.common.vec_env import GymnasiumVecEnv
 
 
 def check_env_id(env_id: str) -> None:
@@ -32,7 +33,11 @@ def make_env_from_id(
     env_kwargs: dict[str, Any] | None = None,
     vec_env_cls: type[DummyVecEnv] | None = None,
 ) -> VecEnv:
-    """``n_envs`` copies of ``env_id``, each in a ``Monitor``, as one SB3 ``VecEnv`` checked for NaN/inf.
+    """``n_envs`` copies of ``env_id`` as one SB3 ``VecEnv`` checked for NaN/inf.
+
+    Ids with a vectorized implementation of their own (the Brax robots) are built with
+    ``gym.make_vec`` and adapted by :class:`GymnasiumVecEnv`; the others are ``n_envs``
+    ``Monitor``-wrapped copies in a ``DummyVecEnv`` (or ``vec_env_cls``).
 
     :param env_id: a registered Gymnasium id, e.g. ``"RoboHopper-v0"``.
     :param n_envs: number of parallel copies.
@@ -43,8 +48,27 @@ def make_env_from_id(
     check_env_id(env_id)
     if n_envs < 1:
         raise ValueError(f"n_envs must be at least 1, got {n_envs}.")
-    venv = make_vec_env(env_id, n_envs=n_envs, seed=seed, env_kwargs=env_kwargs, vec_env_cls=vec_env_cls)
+    if roboppo_envs.is_brax_id(env_id):
+        venv: VecEnv = GymnasiumVecEnv(gym.make_vec(env_id, num_envs=n_envs, **(env_kwargs or {})))
+        venv.seed(seed)
+    else:
+        venv = make_vec_env(env_id, n_envs=n_envs, seed=seed, env_kwargs=env_kwargs, vec_env_cls=vec_env_cls)
     return VecFiniteCheck(venv)
+
+
+class VecRewardScale(VecEnvWrapper):
+    """Multiply rewards by a constant before PPO sees them (episode statistics stay unscaled)."""
+
+    def __init__(self, venv: VecEnv, scale: float) -> None:
+        super().__init__(venv)
+        self.scale = scale
+
+    def reset(self) -> VecEnvObs:
+        return self.venv.reset()
+
+    def step_wait(self) -> VecEnvStepReturn:
+        obs, rewards, dones, infos = self.venv.step_wait()
+        return obs, rewards * self.scale, dones, infos
 
 
 def env_name(venv: VecEnv) -> str:

@@ -87,6 +87,13 @@ class TanhGaussianPolicy(ActorCriticPolicy):
         squashed = np.tanh(scaled_action)
         return (low + 0.5 * (squashed + 1.0) * (high - low)).astype(self.action_space.dtype)
 
+    def squash_to_box(self, pre_tanh: th.Tensor) -> th.Tensor:
+        """Torch twin of :meth:`unscale_action` for rollouts that stay on the device, ``[batch, action_dim]``."""
+        assert isinstance(self.action_space, spaces.Box)
+        low = th.as_tensor(self.action_space.low, device=pre_tanh.device)
+        high = th.as_tensor(self.action_space.high, device=pre_tanh.device)
+        return low + 0.5 * (th.tanh(pre_tanh) + 1.0) * (high - low)
+
     def scale_action(self, action: np.ndarray) -> np.ndarray:
         """Inverse of :meth:`unscale_action` for actions strictly inside the Box (pre-tanh result)."""
         assert isinstance(self.action_space, spaces.Box)

@@ -11,15 +11,27 @@ from typing import Any, ClassVar, TypeVar
 
 import torch as th
 from stable_baselines3 import PPO as SB3PPO
+from stable_baselines3.common.buffers import RolloutBuffer
+from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.policies import BasePolicy
 from stable_baselines3.common.type_aliases import GymEnv
 from stable_baselines3.common.vec_env import VecEnv, unwrap_vec_wrapper
 
-from roboppo.common.env_util import VecFiniteCheck, make_env_from_id
+import roboppo_envs
+from roboppo.common.env_util import VecFiniteCheck, VecRewardScale, make_env_from_id
 from roboppo.common.errors import ModelLoadError
+from roboppo.ppo.device_rollout import DeviceRolloutBuffer, collect_on_device
 from roboppo.ppo.policies import TanhGaussianPolicy
 
 SelfPPO = TypeVar("SelfPPO", bound="PPO")
+
+# Defaults for Brax ids when the caller leaves them out: thousands of robots on a GPU
+# (the Brax PyTorch notebook's batch: 2048 envs x 80 steps, 32 minibatches, 4 epochs),
+# a few dozen on a CPU.
+BRAX_DEFAULTS = {
+    "gpu": {"n_envs": 2048, "n_steps": 80, "batch_size": 5120, "n_epochs": 4},
+    "cpu": {"n_envs": 32, "n_steps": 64, "batch_size": 512, "n_epochs": 4},
+}
 
 
 class PPO(SB3PPO):
@@ -38,30 +50,82 @@ class PPO(SB3PPO):
       *after* the gradient steps on that batch, so that the log-probabilities stored during
       the rollout are exactly those the first minibatch re-evaluates (ratio = 1).
     - Training stops with an error naming the env and step if it returns NaN or inf.
+    - Envs that step on a device (the Brax robots, ``RoboAnt-v0``, ...) are rolled out
+      without leaving it: torch tensors from env to minibatch (see
+      :mod:`roboppo.ppo.device_rollout`). Left-out ``n_envs``, ``n_steps``, ``batch_size`` and
+      ``n_epochs`` then default to :data:`BRAX_DEFAULTS` for the device torch uses.
     - Extra TensorBoard scalars: ``obs_norm/*`` (normalizer statistics).
 
     :param policy: ``"MlpPolicy"`` or a policy class.
     :param env: a Gymnasium env, an SB3 ``VecEnv`` or a registered env id.
-    :param n_envs: number of env copies when ``env`` is an id (ignored otherwise).
-    :param env_kwargs: keyword arguments for ``gym.make`` when ``env`` is an id.
+    :param n_envs: number of env copies when ``env`` is an id (ignored otherwise; default 1,
+        or :data:`BRAX_DEFAULTS` for Brax ids).
+    :param env_kwargs: keyword arguments for ``gym.make`` / ``gym.make_vec`` when ``env`` is an id.
+    :param reward_scale: rewards are multiplied by this before GAE (episode statistics are not).
     :param kwargs: every other keyword argument of ``stable_baselines3.PPO``.
     """
 
     policy_aliases: ClassVar[dict[str, type[BasePolicy]]] = {"MlpPolicy": TanhGaussianPolicy}
     policy: TanhGaussianPolicy
+    _episode_returns: th.Tensor | None = None  # running return of each env copy (device rollouts)
+    _episode_lengths: th.Tensor
 
     def __init__(
         self,
         policy: str | type[TanhGaussianPolicy],
         env: GymEnv | str | None,
         *,
-        n_envs: int = 1,
+        n_envs: int | None = None,
         env_kwargs: dict[str, Any] | None = None,
+        reward_scale: float = 1.0,
         **kwargs: Any,
     ) -> None:
+        self.reward_scale = reward_scale
         if isinstance(env, str):
-            env = make_env_from_id(env, n_envs=n_envs, seed=kwargs.get("seed"), env_kwargs=env_kwargs)
+            if roboppo_envs.is_brax_id(env):
+                defaults = BRAX_DEFAULTS["gpu" if th.cuda.is_available() else "cpu"]
+                n_envs = defaults["n_envs"] if n_envs is None else n_envs
+                kwargs = {key: kwargs.get(key, value) for key, value in defaults.items() if key != "n_envs"} | kwargs
+            env = make_env_from_id(
+                env, n_envs=1 if n_envs is None else n_envs, seed=kwargs.get("seed"), env_kwargs=env_kwargs
+            )
         super().__init__(policy, env, **kwargs)  # type: ignore[arg-type]
+        if self.env is not None and reward_scale != 1.0:
+            self.env = VecRewardScale(self.env, reward_scale)
+
+    def set_env(self, env: GymEnv, force_reset: bool = True) -> None:
+        super().set_env(env, force_reset)
+        assert self.env is not None
+        if self.reward_scale != 1.0 and unwrap_vec_wrapper(self.env, VecRewardScale) is None:
+            self.env = VecRewardScale(self.env, self.reward_scale)  # type: ignore[arg-type]
+
+    def device_vector_env(self, env: VecEnv | None = None) -> Any | None:
+        """The env's device-stepped vector env (one with ``step_torch``), or None."""
+        env = env if env is not None else self.env
+        vector_env = getattr(env.unwrapped, "vector_env", None) if env is not None else None
+        return vector_env if hasattr(vector_env, "step_torch") else None
+
+    def _setup_model(self) -> None:
+        if self.rollout_buffer_class is None and self.device_vector_env() is not None:
+            self.rollout_buffer_class = DeviceRolloutBuffer  # type: ignore[assignment]
+        super()._setup_model()
+
+    def collect_rollouts(
+        self, env: VecEnv, callback: BaseCallback, rollout_buffer: RolloutBuffer, n_rollout_steps: int
+    ) -> bool:
+        """SB3's rollout collection, or :func:`collect_on_device` for device-stepped envs."""
+        vector_env = self.device_vector_env(env)
+        if vector_env is None:
+            return super().collect_rollouts(env, callback, rollout_buffer, n_rollout_steps)
+        if not isinstance(self.rollout_buffer, DeviceRolloutBuffer):
+            self.rollout_buffer = DeviceRolloutBuffer(  # type: ignore[assignment]
+                self.n_steps, self.observation_space, self.action_space, self.device,
+                self.gae_lambda, self.gamma, env.num_envs,
+            )  # fmt: skip
+        if self._episode_returns is None or self._episode_returns.shape[0] != env.num_envs:
+            self._episode_returns = th.zeros(env.num_envs, device=self.device)
+            self._episode_lengths = th.zeros(env.num_envs, device=self.device)
+        return collect_on_device(self, vector_env, callback, n_rollout_steps)
 
     @staticmethod
     def _wrap_env(env: GymEnv, verbose: int = 0, monitor_wrapper: bool = True) -> VecEnv:
@@ -69,6 +133,9 @@ class PPO(SB3PPO):
         if unwrap_vec_wrapper(venv, VecFiniteCheck) is None:
             venv = VecFiniteCheck(venv)
         return venv
+
+    def _excluded_save_params(self) -> list[str]:
+        return [*super()._excluded_save_params(), "_episode_returns", "_episode_lengths"]
 
     def train(self) -> None:
         """PPO epochs on the current rollout, then one update of the observation statistics."""

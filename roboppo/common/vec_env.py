@@ -1,0 +1,91 @@
+"""Gymnasium vector envs behind Stable-Baselines3's ``VecEnv`` interface."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium.vector import AutoresetMode, VectorEnv
+from stable_baselines3.common.monitor import Monitor
+from stable_baselines3.common.vec_env import VecEnv
+from stable_baselines3.common.vec_env.base_vec_env import VecEnvIndices, VecEnvObs, VecEnvStepReturn
+
+
+class GymnasiumVecEnv(VecEnv):
+    """Adapt a ``SAME_STEP``-autoreset Gymnasium ``VectorEnv`` to SB3's ``VecEnv``.
+
+    SB3 expects what its ``DummyVecEnv`` + ``Monitor`` provide: ``dones = terminated | truncated``,
+    one info dict per copy with ``terminal_observation`` and ``TimeLimit.truncated`` for finished
+    episodes, and ``info["episode"] = {"r", "l", "t"}`` episode statistics. This adapter
+    computes them from the vector env's batched output.
+
+    :param vector_env: a Gymnasium vector env whose ``metadata["autoreset_mode"]`` is ``SAME_STEP``.
+    """
+
+    def __init__(self, vector_env: VectorEnv) -> None:
+        mode = vector_env.metadata.get("autoreset_mode")
+        if mode != AutoresetMode.SAME_STEP:
+            raise ValueError(f"GymnasiumVecEnv needs a SAME_STEP autoreset vector env, got autoreset mode {mode}.")
+        self.vector_env = vector_env
+        self.render_mode = getattr(vector_env, "render_mode", None)
+        super().__init__(vector_env.num_envs, vector_env.single_observation_space, vector_env.single_action_space)
+        self._actions: np.ndarray | None = None
+        self._returns = np.zeros(self.num_envs)
+        self._lengths = np.zeros(self.num_envs, dtype=np.int64)
+        self._start = time.time()
+
+    def reset(self) -> VecEnvObs:
+        seed = self._seeds[0] if self._seeds else None
+        obs, _ = self.vector_env.reset(seed=seed)
+        self._reset_seeds()
+        self._returns[:] = 0.0
+        self._lengths[:] = 0
+        return obs
+
+    def step_async(self, actions: np.ndarray) -> None:
+        self._actions = actions
+
+    def step_wait(self) -> VecEnvStepReturn:
+        obs, rewards, terminated, truncated, info = self.vector_env.step(self._actions)
+        dones = np.logical_or(terminated, truncated)
+        self._returns += rewards
+        self._lengths += 1
+        infos: list[dict[str, Any]] = [{} for _ in range(self.num_envs)]
+        for index in np.flatnonzero(dones):
+            infos[index] = {
+                "terminal_observation": info["final_obs"][index],
+                "TimeLimit.truncated": bool(truncated[index] and not terminated[index]),
+                "episode": {
+                    "r": float(self._returns[index]),
+                    "l": int(self._lengths[index]),
+                    "t": round(time.time() - self._start, 6),
+                },
+            }
+        self._returns[dones] = 0.0
+        self._lengths[dones] = 0
+        return obs, rewards.astype(np.float32), dones, infos
+
+    def close(self) -> None:
+        self.vector_env.close()
+
+    def get_images(self) -> Sequence[np.ndarray | None]:
+        return [self.vector_env.render()]  # type: ignore[list-item]
+
+    def get_attr(self, attr_name: str, indices: VecEnvIndices = None) -> list[Any]:
+        value = getattr(self.vector_env, attr_name)
+        return [value for _ in self._get_indices(indices)]
+
+    def set_attr(self, attr_name: str, value: Any, indices: VecEnvIndices = None) -> None:
+        setattr(self.vector_env, attr_name, value)
+
+    def env_method(self, method_name: str, *method_args: Any, indices: VecEnvIndices = None, **kwargs: Any) -> list:
+        result = getattr(self.vector_env, method_name)(*method_args, **kwargs)
+        return [result for _ in self._get_indices(indices)]
+
+    def env_is_wrapped(self, wrapper_class: type[gym.Wrapper], indices: VecEnvIndices = None) -> list[bool]:
+        # The adapter writes Monitor's episode statistics itself, so code that asks for a
+        # Monitor (evaluate_policy) can rely on info["episode"].
+        return [wrapper_class is Monitor for _ in self._get_indices(indices)]

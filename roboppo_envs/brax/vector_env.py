@@ -1,0 +1,243 @@
+"""Brax environments as Gymnasium vector environments.
+
+Brax ships wrappers only for the legacy ``gym`` API: a 4-tuple ``step``, truncation hidden
+in ``info['truncation']`` and an auto-reset that drops the terminal observation. This
+adapter is a ``gymnasium.vector.VectorEnv`` instead:
+
+- reset and step are one jit-compiled function each over the whole batch (``jax.vmap``);
+- ``terminated`` (the robot fell) and ``truncated`` (``max_episode_steps`` reached) are kept apart;
+- autoreset is ``SAME_STEP``: a finished copy is reset inside the same ``step`` call, its
+  returned observation is the new episode's first, and the last observation of the finished
+  episode is in ``info["final_obs"]`` (rows where ``info["_final_obs"]`` is True);
+- resets draw fresh random initial states from the env's key, so two envs seeded alike
+  produce identical trajectories;
+- :meth:`step_torch` takes and returns torch tensors through DLPack, without a copy when
+  JAX and torch share the device, which is what roboppo's PPO uses for on-device rollouts.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # share the GPU with torch
+
+from typing import Any, NamedTuple
+
+import gymnasium as gym
+import numpy as np
+import torch as th
+from gymnasium.vector import AutoresetMode, VectorEnv
+
+try:
+    import jax
+    import jax.numpy as jnp
+    from brax import envs as brax_envs
+except ImportError as error:  # pragma: no cover - exercised only without the extra
+    raise ImportError(
+        "Brax environments need JAX and Brax: pip install 'roboppo[brax]' (bash scripts/setup.sh installs them)."
+    ) from error
+
+from roboppo_envs.brax.bridge import as_numpy, jax_to_torch, torch_to_jax
+
+BACKENDS = ("spring", "positional", "generalized", "mjx")
+
+
+def _enable_compilation_cache() -> None:
+    """Keep XLA compilations on disk: a Brax env compiles in 10-40 s on a CPU, a cached one in a few.
+
+    The folder is ``$ROBOPPO_JAX_CACHE`` (empty: no cache), else ``~/.cache/roboppo/jax``;
+    a cache folder configured through JAX itself is left alone.
+    """
+    if getattr(jax.config, "jax_compilation_cache_dir", None):
+        return
+    folder = os.environ.get("ROBOPPO_JAX_CACHE", os.path.join(os.path.expanduser("~"), ".cache", "roboppo", "jax"))
+    if folder:
+        jax.config.update("jax_compilation_cache_dir", folder)
+
+
+_enable_compilation_cache()
+
+
+class BraxNonFiniteError(RuntimeError):
+    """The Brax simulation produced NaN or inf."""
+
+
+class TorchStep(NamedTuple):
+    """One batched step as torch tensors, each ``[num_envs, ...]`` on the env's device."""
+
+    obs: th.Tensor
+    reward: th.Tensor
+    terminated: th.Tensor
+    truncated: th.Tensor
+    final_obs: th.Tensor
+
+
+class _Carry(NamedTuple):
+    state: Any  # batched brax State
+    steps: jax.Array  # [num_envs] int32, steps taken in the current episode
+    key: jax.Array
+    vector_steps: jax.Array  # scalar int32, steps taken by the whole batch
+    first_bad_step: jax.Array  # scalar int32, -1 until a non-finite value appears
+
+
+def make_brax_env(env_name: str, backend: str, **kwargs: Any) -> Any:
+    """``brax.envs.get_environment`` with errors that list the valid names and backends."""
+    if env_name not in brax_envs._envs:
+        raise ValueError(f"unknown Brax environment {env_name!r}; valid names: {', '.join(sorted(brax_envs._envs))}.")
+    if backend not in BACKENDS:
+        raise ValueError(f"unknown Brax backend {backend!r}; valid backends: {', '.join(BACKENDS)}.")
+    return brax_envs.get_environment(env_name, backend=backend, **kwargs)
+
+
+class BraxVectorEnv(VectorEnv):
+    """``num_envs`` copies of a Brax environment stepped together by JAX.
+
+    :param env_name: Brax registry name (``"ant"``, ``"halfcheetah"``, ``"humanoid"``, ...).
+    :param num_envs: batch size.
+    :param backend: physics pipeline: ``spring`` (fastest, the Brax notebook's), ``positional``,
+        ``generalized`` or ``mjx``.
+    :param max_episode_steps: steps after which an episode is truncated (None: never).
+    :param render_mode: ``"rgb_array"`` renders copy 0 with MuJoCo's renderer.
+    :param env_id: the Gymnasium id, used in error messages.
+    :param kwargs: keyword arguments of the Brax env class (reward weights, ...).
+    """
+
+    metadata: dict[str, Any] = {"autoreset_mode": AutoresetMode.SAME_STEP, "render_modes": ["rgb_array"]}
+
+    def __init__(
+        self,
+        env_name: str,
+        num_envs: int,
+        backend: str = "spring",
+        max_episode_steps: int | None = 1000,
+        render_mode: str | None = None,
+        env_id: str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        if num_envs < 1:
+            raise ValueError(f"num_envs must be at least 1, got {num_envs}.")
+        self.brax_env = make_brax_env(env_name, backend, **kwargs)
+        self.name = env_id or f"brax:{env_name}"
+        self.num_envs = num_envs
+        self.max_episode_steps = max_episode_steps
+        self.render_mode = render_mode
+        action_size, obs_size = self.brax_env.action_size, self.brax_env.observation_size
+        self.action_size = action_size
+        self.single_action_space = gym.spaces.Box(-1.0, 1.0, (action_size,), np.float32)
+        self.single_observation_space = gym.spaces.Box(-np.inf, np.inf, (obs_size,), np.float32)
+        self.action_space = gym.vector.utils.batch_space(self.single_action_space, num_envs)
+        self.observation_space = gym.vector.utils.batch_space(self.single_observation_space, num_envs)
+        self.device = jax.devices()[0]
+        self._reset_fn = jax.jit(self._reset_batch)
+        self._step_fn = jax.jit(self._step_batch)
+        self._carry: _Carry | None = None
+        self._next_seed = int(np.random.SeedSequence().generate_state(1)[0] >> 1)
+
+    # -- pure functions, jit-compiled once ------------------------------------------------------
+
+    def _reset_batch(self, key: jax.Array) -> _Carry:
+        key, reset_key = jax.random.split(key)
+        state = jax.vmap(self.brax_env.reset)(jax.random.split(reset_key, self.num_envs))
+        zeros = jnp.zeros(self.num_envs, jnp.int32)
+        return _Carry(state, zeros, key, jnp.int32(0), jnp.int32(-1))
+
+    def _step_batch(self, carry: _Carry, action: jax.Array) -> tuple[_Carry, tuple[jax.Array, ...]]:
+        stepped = jax.vmap(self.brax_env.step)(carry.state, action)
+        steps = carry.steps + 1
+        terminated = stepped.done > 0
+        limit = self.max_episode_steps if self.max_episode_steps is not None else jnp.iinfo(jnp.int32).max
+        truncated = (steps >= limit) & ~terminated
+        done = terminated | truncated
+        key, reset_key = jax.random.split(carry.key)
+        fresh = jax.lax.cond(
+            done.any(),
+            lambda k: jax.vmap(self.brax_env.reset)(jax.random.split(k, self.num_envs)),
+            lambda k: stepped,
+            reset_key,
+        )
+        state = jax.tree_util.tree_map(lambda new, old: _where_rows(done, new, old), fresh, stepped)
+        finite = jnp.isfinite(stepped.obs).all() & jnp.isfinite(stepped.reward).all()
+        vector_steps = carry.vector_steps + 1
+        first_bad = jnp.where((carry.first_bad_step < 0) & ~finite, vector_steps, carry.first_bad_step)
+        new_carry = _Carry(state, jnp.where(done, 0, steps), key, vector_steps, first_bad)
+        return new_carry, (state.obs, stepped.reward, terminated, truncated, stepped.obs)
+
+    # -- Gymnasium VectorEnv API ----------------------------------------------------------------
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict]:
+        """Reset every copy; ``seed`` makes the following trajectories reproducible."""
+        if seed is None:
+            seed, self._next_seed = self._next_seed, self._next_seed + 1
+        self._carry = self._reset_fn(jax.random.PRNGKey(seed))
+        return as_numpy(self._carry.state.obs), {}
+
+    def step(self, actions: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict]:
+        """Step every copy with actions ``[num_envs, action_dim]`` in ``[-1, 1]``."""
+        jax_actions = jnp.asarray(self._checked_actions(actions))
+        obs, reward, terminated, truncated, final_obs = (as_numpy(x) for x in self._advance(jax_actions))
+        self._raise_if_nonfinite()
+        done = terminated | truncated
+        info: dict[str, Any] = {}
+        if done.any():
+            info = {"final_obs": final_obs, "_final_obs": done}
+        return obs, reward.astype(np.float64), terminated, truncated, info
+
+    def step_torch(self, actions: th.Tensor) -> TorchStep:
+        """Step with a torch action batch; results stay on the device (no host round trip, no copy).
+
+        Non-finite values are recorded on the device; call :meth:`check_finite` to raise.
+        """
+        self._check_action_tensor(actions)
+        outputs = self._advance(torch_to_jax(actions.float(), self.device))
+        obs, reward, terminated, truncated, final_obs = (jax_to_torch(x) for x in outputs)
+        return TorchStep(obs, reward, terminated, truncated, final_obs)
+
+    def check_finite(self) -> None:
+        """Raise :class:`BraxNonFiniteError` if any step so far produced NaN or inf (one device sync)."""
+        self._raise_if_nonfinite()
+
+    def render(self) -> np.ndarray | None:  # type: ignore[override]
+        """An RGB frame ``[240, 320, 3]`` of copy 0 (``render_mode="rgb_array"``)."""
+        if self.render_mode != "rgb_array" or self._carry is None:
+            return None
+        from brax.io import image
+
+        pipeline_state = jax.tree_util.tree_map(lambda x: x[0], self._carry.state.pipeline_state)
+        return np.asarray(image.render_array(self.brax_env.sys, pipeline_state, 240, 320))
+
+    # -- helpers --------------------------------------------------------------------------------
+
+    def _advance(self, actions: jax.Array) -> tuple[jax.Array, ...]:
+        if self._carry is None:
+            raise RuntimeError(f"{self.name}: call reset() before step().")
+        self._carry, outputs = self._step_fn(self._carry, actions)
+        return outputs
+
+    def _checked_actions(self, actions: Any) -> np.ndarray | jax.Array:
+        expected = (self.num_envs, self.action_size)
+        shape = tuple(np.shape(actions))
+        dtype = np.dtype(getattr(actions, "dtype", np.asarray(actions).dtype))
+        if shape != expected or not np.issubdtype(dtype, np.floating):
+            raise ValueError(f"{self.name}: actions must be a float array of shape {expected}, got {dtype} {shape}.")
+        return actions
+
+    def _check_action_tensor(self, actions: th.Tensor) -> None:
+        expected = (self.num_envs, self.action_size)
+        if tuple(actions.shape) != expected or not actions.is_floating_point():
+            raise ValueError(
+                f"{self.name}: actions must be a float tensor of shape {expected}, "
+                f"got {actions.dtype} {tuple(actions.shape)}."
+            )
+
+    def _raise_if_nonfinite(self) -> None:
+        assert self._carry is not None
+        bad_step = int(self._carry.first_bad_step)
+        if bad_step >= 0:
+            raise BraxNonFiniteError(
+                f"{self.name}: the Brax simulation returned NaN or inf at vector step {bad_step}; "
+                "the physics diverged (try a smaller action scale or another backend)."
+            )
+
+
+def _where_rows(mask: jax.Array, new: jax.Array, old: jax.Array) -> jax.Array:
+    return jnp.where(mask.reshape(mask.shape + (1,) * (new.ndim - 1)), new, old)

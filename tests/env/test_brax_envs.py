@@ -1,0 +1,176 @@
+"""The Brax adapter: Gymnasium vector semantics, seeding, DLPack bridge, errors."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch as th
+from gymnasium.utils.env_checker import check_env as gym_check_env
+from gymnasium.vector import AutoresetMode
+from stable_baselines3.common.env_checker import check_env as sb3_check_env
+
+import roboppo_envs
+from roboppo_envs.brax import BraxNonFiniteError, BraxVectorEnv
+from roboppo_envs.brax import vector_env as vector_env_module
+from roboppo_envs.brax.bridge import jax_to_torch, shares_memory, torch_to_jax
+
+jax = pytest.importorskip("jax")
+
+LIMIT = 6
+
+
+@pytest.fixture(scope="module")
+def pendulums() -> Iterator[BraxVectorEnv]:
+    """Four Brax inverted pendulums truncated after LIMIT steps (compiled once for the module)."""
+    envs = BraxVectorEnv("inverted_pendulum", num_envs=4, max_episode_steps=LIMIT, env_id="Pendulums")
+    yield envs
+    envs.close()
+
+
+def rollout(envs: BraxVectorEnv, seed: int, actions: np.ndarray) -> list[np.ndarray]:
+    obs, _ = envs.reset(seed=seed)
+    trajectory = [obs]
+    for action in actions:
+        obs, reward, *_ = envs.step(action)
+        trajectory += [obs, reward]
+    return trajectory
+
+
+def test_brax_ids_are_registered_with_a_vector_entry_point() -> None:
+    for env_id in ("RoboAnt-v0", "RoboHalfCheetah-v0", "RoboHumanoid-v0", "RoboBraxHopper-v0"):
+        spec = gym.spec(env_id)
+        assert spec.vector_entry_point is not None and spec.max_episode_steps == 1000
+        assert roboppo_envs.is_brax_id(env_id)
+    assert not roboppo_envs.is_brax_id("RoboHopper-v0")  # MuJoCo's hopper is another robot
+
+
+def test_make_vec_returns_the_brax_vector_env() -> None:
+    envs = gym.make_vec("RoboBraxInvertedPendulum-v0", num_envs=3, max_episode_steps=50)
+    assert isinstance(envs, BraxVectorEnv)
+    assert envs.metadata["autoreset_mode"] == AutoresetMode.SAME_STEP
+    assert envs.max_episode_steps == 50 and envs.num_envs == 3
+
+
+def test_reset_and_step_shapes_and_dtypes(pendulums: BraxVectorEnv) -> None:
+    obs, info = pendulums.reset(seed=0)
+    assert obs.shape == (4, 4) and obs.dtype == np.float32 and info == {}
+    assert pendulums.observation_space.contains(obs)
+    obs, reward, terminated, truncated, info = pendulums.step(np.zeros((4, 1), np.float32))
+    assert obs.shape == (4, 4) and obs.dtype == np.float32
+    assert reward.shape == (4,) and reward.dtype == np.float64
+    assert terminated.dtype == bool and truncated.dtype == bool
+
+
+def test_truncation_at_the_limit_keeps_the_terminal_observation(pendulums: BraxVectorEnv) -> None:
+    pendulums.reset(seed=1)
+    for _ in range(LIMIT - 1):
+        _, _, terminated, truncated, info = pendulums.step(np.zeros((4, 1), np.float32))
+        assert not truncated.any() and info == {}
+    obs, _, terminated, truncated, info = pendulums.step(np.zeros((4, 1), np.float32))
+    assert truncated.all() and not terminated.any()
+    assert info["_final_obs"].all()
+    # autoreset in the same step: obs are the new episodes' first, final_obs the old ones' last
+    assert np.abs(obs).max() < 0.02  # fresh initial states are near upright and at rest
+    assert not np.allclose(info["final_obs"], obs)
+    _, _, _, truncated, _ = pendulums.step(np.zeros((4, 1), np.float32))
+    assert not truncated.any()  # step counters restarted
+
+
+def test_termination_is_not_truncation() -> None:
+    envs = BraxVectorEnv("inverted_pendulum", num_envs=4, max_episode_steps=1000)
+    envs.reset(seed=2)
+    push = np.ones((4, 1), np.float32)
+    for _ in range(200):  # pushing the cart one way topples the pole well before the limit
+        _, _, terminated, truncated, info = envs.step(push)
+        if terminated.any():
+            break
+    assert terminated.any() and not (terminated & truncated).any()
+    assert info["_final_obs"][terminated].all()
+    assert np.abs(info["final_obs"][terminated][:, 1]).max() > 0.2  # the pole angle that ended it
+
+
+def test_same_seed_same_trajectory_other_seed_another(pendulums: BraxVectorEnv, rng: np.random.Generator) -> None:
+    actions = rng.uniform(-1, 1, size=(LIMIT + 3, 4, 1)).astype(np.float32)
+    first, again, other = (rollout(pendulums, seed, actions) for seed in (5, 5, 6))
+    for a, b in zip(first, again, strict=True):
+        np.testing.assert_array_equal(a, b)
+    assert not np.allclose(first[0], other[0])
+
+
+def test_two_instances_with_one_seed_agree() -> None:
+    actions = np.full((3, 2, 1), 0.3, np.float32)
+    runs = [rollout(BraxVectorEnv("inverted_pendulum", num_envs=2), 9, actions) for _ in range(2)]
+    for a, b in zip(*runs, strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_single_env_passes_the_checkers_and_renders() -> None:
+    env = gym.make("RoboBraxInvertedPendulum-v0", render_mode="rgb_array")
+    gym_check_env(env.unwrapped, skip_render_check=True)
+    sb3_check_env(env, warn=True)
+    env.reset(seed=0)
+    frame = env.render()
+    assert isinstance(frame, np.ndarray) and frame.shape == (240, 320, 3) and frame.dtype == np.uint8
+    assert frame.std() > 1.0  # a picture, not a blank
+
+
+def test_dlpack_bridge_makes_no_copy() -> None:
+    array = jax.numpy.arange(24, dtype=jax.numpy.float32).reshape(4, 6) * 2.0
+    tensor = jax_to_torch(array)
+    assert shares_memory(tensor, array) and tensor[1, 2].item() == 16.0
+    actions = th.randn(8, 3)
+    back = torch_to_jax(actions)
+    assert back.unsafe_buffer_pointer() == actions.data_ptr()
+    np.testing.assert_array_equal(np.asarray(back), actions.numpy())
+
+
+def test_step_torch_converts_without_copies(pendulums: BraxVectorEnv, monkeypatch: pytest.MonkeyPatch) -> None:
+    shared: list[bool] = []
+
+    def checked(array: jax.Array, device: th.device | None = None) -> th.Tensor:
+        tensor = jax_to_torch(array, device)
+        shared.append(shares_memory(tensor, array))
+        return tensor
+
+    monkeypatch.setattr(vector_env_module, "jax_to_torch", checked)
+    pendulums.reset(seed=0)
+    out = pendulums.step_torch(th.zeros(4, 1))
+    assert shared == [True] * 5
+    assert out.obs.shape == (4, 4) and out.reward.shape == (4,) and out.terminated.dtype == th.bool
+
+
+def test_unknown_brax_name_and_backend_list_the_valid_ones() -> None:
+    with pytest.raises(ValueError, match=r"unknown Brax environment 'antt'; valid names: .*\bant\b.*humanoid"):
+        BraxVectorEnv("antt", num_envs=1)
+    with pytest.raises(ValueError, match=r"unknown Brax backend 'mujoco'; valid backends: spring, positional"):
+        BraxVectorEnv("ant", num_envs=1, backend="mujoco")
+
+
+def test_wrong_action_batches_name_expected_and_actual(pendulums: BraxVectorEnv) -> None:
+    pendulums.reset(seed=0)
+    expected = r"Pendulums: actions must be a float array of shape \(4, 1\), got float32 \(3, 1\)"
+    with pytest.raises(ValueError, match=expected):
+        pendulums.step(np.zeros((3, 1), np.float32))
+    with pytest.raises(ValueError, match=r"got int64 \(4, 1\)"):
+        pendulums.step(np.zeros((4, 1), np.int64))
+    with pytest.raises(ValueError, match=r"float tensor of shape \(4, 1\), got torch.float32 \(4,\)"):
+        pendulums.step_torch(th.zeros(4))
+
+
+def test_nan_in_the_brax_state_names_env_and_step() -> None:
+    envs = BraxVectorEnv("inverted_pendulum", num_envs=2, env_id="NaNPendulum")
+    envs.reset(seed=0)
+    envs.step(np.zeros((2, 1), np.float32))
+    with pytest.raises(BraxNonFiniteError, match=r"NaNPendulum: .*NaN or inf at vector step 2"):
+        envs.step(np.full((2, 1), np.nan, np.float32))
+
+
+def test_missing_jax_says_which_extra_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "jax", None)
+    monkeypatch.delitem(sys.modules, "roboppo_envs.brax.vector_env")
+    with pytest.raises(ImportError, match=r"pip install 'roboppo\[brax\]'"):
+        import roboppo_envs.brax.vector_env  # noqa: F401
