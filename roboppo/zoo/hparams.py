@@ -76,33 +76,88 @@ def default_hparams_file(algo: str = "ppo") -> pathlib.Path:
 
 
 def load_ppo_hparams(env_id: str, path: str | pathlib.Path | None = None) -> ZooEntry:
-    """The ``default`` entry of ``path`` updated with the ``env_id`` entry, validated.
+    """The ``default`` entry of ``zoo_hparams/ppo.yml`` (or ``path``) updated with the ``env_id`` entry, validated.
 
     :raises HparamsError: YAML syntax error, unknown key or wrong type (names file, env id and key).
     """
-    file = pathlib.Path(path) if path is not None else default_hparams_file("ppo")
+    file, merged = _merged_entry("ppo", env_id, path)
+    settings = _ppo_settings(merged, f"{file} [{env_id}]")
+    n_timesteps = int(settings.pop("n_timesteps", 1_000_000))
+    n_envs = int(settings.pop("n_envs", 1))
+    return ZooEntry(env_id=env_id, n_timesteps=n_timesteps, n_envs=n_envs, ppo_kwargs=settings)
+
+
+@dataclasses.dataclass(frozen=True)
+class GailEntry:
+    """One env's GAIL settings: budget, env copies, trainer keywords and the generator's PPO keywords."""
+
+    env_id: str
+    n_timesteps: int
+    n_envs: int
+    trainer_kwargs: dict[str, Any]
+    ppo_kwargs: dict[str, Any]
+
+
+GAIL_KEYS: dict[str, tuple[type, ...]] = {
+    "n_timesteps": (int, float),
+    "n_envs": (int,),
+    "demo_batch_size": (int,),
+    "n_disc_updates_per_round": (int,),
+    "disc_lr": (int, float),
+    "reward_hid_sizes": (list,),
+    "ppo": (dict,),
+}
+
+
+def load_gail_hparams(env_id: str, path: str | pathlib.Path | None = None) -> GailEntry:
+    """The validated ``zoo_hparams/gail.yml`` entry for ``env_id`` (merged over ``default``)."""
+    file, merged = _merged_entry("gail", env_id, path)
+    where = f"{file} [{env_id}]"
+    settings = _validated(merged, GAIL_KEYS, where)
+    ppo_kwargs = _ppo_settings(settings.pop("ppo", {}), f"{where} ppo")
+    for key in ("n_timesteps", "n_envs"):
+        if key in ppo_kwargs:
+            raise HparamsError(f"{where} ppo: key {key!r} belongs at the entry's top level, not under ppo.")
+    trainer_kwargs: dict[str, Any] = {}
+    for key in ("demo_batch_size", "n_disc_updates_per_round", "disc_lr"):
+        if key in settings:
+            trainer_kwargs[key] = settings[key]
+    if "reward_hid_sizes" in settings:
+        trainer_kwargs["reward_net_kwargs"] = {"hid_sizes": tuple(int(n) for n in settings["reward_hid_sizes"])}
+    return GailEntry(
+        env_id=env_id,
+        n_timesteps=int(settings.get("n_timesteps", 1_000_000)),
+        n_envs=int(settings.get("n_envs", 8)),
+        trainer_kwargs=trainer_kwargs,
+        ppo_kwargs=ppo_kwargs,
+    )
+
+
+def _merged_entry(algo: str, env_id: str, path: str | pathlib.Path | None) -> tuple[pathlib.Path, dict[str, Any]]:
+    file = pathlib.Path(path) if path is not None else default_hparams_file(algo)
     try:
-        document = yaml.load(file.read_text(), Loader=_Loader)
+        document = yaml.load(file.read_text(), Loader=_Loader)  # a SafeLoader subclass
     except yaml.YAMLError as error:
         raise HparamsError(f"{file}: YAML syntax error: {error}") from error
     if not isinstance(document, dict):
         raise HparamsError(f"{file}: expected a mapping of env ids to settings at the top level.")
     merged: dict[str, Any] = dict(document.get("default") or {})
     merged.update(document.get(env_id) or {})
-    settings = _validated(merged, PPO_KEYS, f"{file} [{env_id}]")
-    policy_kwargs = _validated(settings.pop("policy_kwargs", {}), POLICY_KEYS, f"{file} [{env_id}] policy_kwargs")
+    return file, merged
+
+
+def _ppo_settings(values: dict[str, Any], where: str) -> dict[str, Any]:
+    """PPO keywords validated against :data:`PPO_KEYS`, with ``policy_kwargs`` resolved."""
+    settings = _validated(values, PPO_KEYS, where)
+    policy_kwargs = _validated(settings.pop("policy_kwargs", {}), POLICY_KEYS, f"{where} policy_kwargs")
     if "activation_fn" in policy_kwargs:
         name = policy_kwargs["activation_fn"]
         if name not in ACTIVATIONS:
-            raise HparamsError(
-                f"{file} [{env_id}] policy_kwargs: activation_fn {name!r} is not one of {sorted(ACTIVATIONS)}."
-            )
+            raise HparamsError(f"{where} policy_kwargs: activation_fn {name!r} is not one of {sorted(ACTIVATIONS)}.")
         policy_kwargs["activation_fn"] = ACTIVATIONS[name]
     if policy_kwargs:
         settings["policy_kwargs"] = policy_kwargs
-    n_timesteps = int(settings.pop("n_timesteps", 1_000_000))
-    n_envs = int(settings.pop("n_envs", 1))
-    return ZooEntry(env_id=env_id, n_timesteps=n_timesteps, n_envs=n_envs, ppo_kwargs=settings)
+    return settings
 
 
 def _validated(values: dict[str, Any], schema: dict[str, tuple[type, ...]], where: str) -> dict[str, Any]:

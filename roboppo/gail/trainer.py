@@ -1,0 +1,163 @@
+"""GAIL on ``imitation``, with roboppo PPO as the generator.
+
+The algorithm is imitation's ``GAIL``; this module only adds what roboppo users need around it:
+a roboppo PPO generator (tanh-Gaussian, in-policy normalization), a reward network with its own
+running input normalization, an absorbing state for episodes that end early (see
+:mod:`roboppo.gail.horizon`),
+TensorBoard logging of discriminator and generator metrics side by side, a progress bar, and
+saving/loading generator and discriminator together.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch as th
+from imitation.algorithms.adversarial.gail import GAIL
+from imitation.data import rollout
+from imitation.data.types import TrajectoryWithRew
+from imitation.data.wrappers import RolloutInfoWrapper
+from imitation.rewards.reward_nets import BasicRewardNet
+from imitation.util import logger as imitation_logger
+from imitation.util.networks import RunningNorm
+from stable_baselines3.common.monitor import Monitor
+from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv
+from tqdm.auto import trange
+
+from roboppo.common.env_util import check_env_id
+from roboppo.gail.compat import FloatReward
+from roboppo.gail.demos import Demonstrations
+from roboppo.gail.horizon import AbsorbingState
+from roboppo.ppo import PPO
+
+GENERATOR_FILE = "generator.zip"
+REWARD_NET_FILE = "reward_net.pt"
+
+
+def make_gail_venv(env_id: str, n_envs: int, seed: int) -> VecEnv:
+    """``n_envs`` copies of ``env_id`` with float rewards, an absorbing state, Monitor statistics and rollout info."""
+    check_env_id(env_id)
+
+    def make(index: int) -> Any:
+        def thunk() -> gym.Env:
+            env = RolloutInfoWrapper(Monitor(AbsorbingState(FloatReward(gym.make(env_id)))))
+            env.reset(seed=seed + index)
+            return env
+
+        return thunk
+
+    return DummyVecEnv([make(i) for i in range(n_envs)])
+
+
+class GAILTrainer:
+    """Train a roboppo PPO policy to imitate demonstrations with imitation's GAIL.
+
+    :param env_id: registered env id.
+    :param demonstrations: validated expert episodes (:func:`roboppo.gail.load_demonstrations`).
+    :param n_envs: generator env copies.
+    :param seed: seed of the generator, the envs and the discriminator batches.
+    :param ppo_kwargs: keyword arguments for the generator :class:`roboppo.PPO`.
+    :param demo_batch_size: expert transitions per discriminator batch (as many generator ones join).
+    :param n_disc_updates_per_round: discriminator steps after each generator rollout.
+    :param disc_lr: discriminator learning rate (Adam).
+    :param reward_net_kwargs: keyword arguments for imitation's ``BasicRewardNet`` (``hid_sizes``, ...).
+    :param log_dir: TensorBoard and CSV logs (``disc/*`` next to ``gen/*``); None: no files.
+    """
+
+    def __init__(
+        self,
+        env_id: str,
+        demonstrations: Demonstrations,
+        *,
+        n_envs: int = 8,
+        seed: int = 0,
+        ppo_kwargs: dict[str, Any] | None = None,
+        demo_batch_size: int = 256,
+        n_disc_updates_per_round: int = 4,
+        disc_lr: float = 3e-4,
+        reward_net_kwargs: dict[str, Any] | None = None,
+        log_dir: str | os.PathLike[str] | None = None,
+    ) -> None:
+        self.env_id = env_id
+        self.venv = make_gail_venv(env_id, n_envs, seed)
+        self.generator = PPO("MlpPolicy", self.venv, seed=seed, **(ppo_kwargs or {}))
+        self.reward_net = BasicRewardNet(
+            self.venv.observation_space, self.venv.action_space, normalize_input_layer=RunningNorm,
+            **(reward_net_kwargs or {}),
+        )  # fmt: skip
+        formats = ["tensorboard", "csv"] if log_dir is not None else []
+        self.logger = imitation_logger.configure(str(log_dir) if log_dir else None, format_strs=formats)
+        self.gail = GAIL(
+            demonstrations=rollout.flatten_trajectories(demonstrations.trajectories),
+            demo_batch_size=min(demo_batch_size, demonstrations.n_transitions),
+            venv=self.venv,
+            gen_algo=self.generator,
+            reward_net=self.reward_net,
+            n_disc_updates_per_round=n_disc_updates_per_round,
+            disc_opt_kwargs={"lr": disc_lr},
+            custom_logger=self.logger,
+            allow_variable_horizon=True,  # made harmless by the absorbing state (roboppo.gail.horizon)
+        )
+
+    @property
+    def steps_per_round(self) -> int:
+        return int(self.gail.gen_train_timesteps)
+
+    def train(self, total_timesteps: int, progress_bar: bool = False) -> GAILTrainer:
+        """Alternate generator rollouts/updates and discriminator updates for ``total_timesteps`` env steps."""
+        rounds = max(total_timesteps // self.steps_per_round, 1)
+        for _ in trange(rounds, desc="GAIL rounds", disable=not progress_bar):
+            self.gail.train_gen(self.steps_per_round)
+            for _ in range(self.gail.n_disc_updates_per_round):
+                self.gail.train_disc()
+            self.logger.dump(self.gail._global_step)
+        return self
+
+    def save(self, folder: str | os.PathLike[str]) -> pathlib.Path:
+        """Write ``generator.zip`` (loadable by ``roboppo.PPO.load``) and ``reward_net.pt`` into ``folder``."""
+        target = pathlib.Path(folder)
+        target.mkdir(parents=True, exist_ok=True)
+        self.generator.save(target / GENERATOR_FILE)
+        partial = target / f".{REWARD_NET_FILE}.partial"
+        th.save(self.reward_net, partial)
+        os.replace(partial, target / REWARD_NET_FILE)
+        return target
+
+    @staticmethod
+    def load(folder: str | os.PathLike[str]) -> tuple[PPO, BasicRewardNet]:
+        """The generator and the reward network saved by :meth:`save`."""
+        source = pathlib.Path(folder)
+        generator = PPO.load(source / GENERATOR_FILE)
+        reward_net = th.load(source / REWARD_NET_FILE, weights_only=False)
+        return generator, reward_net
+
+
+def collect_demonstrations(model: PPO, env_id: str, n_episodes: int, seed: int = 0) -> list[TrajectoryWithRew]:
+    """Roll ``model`` out deterministically for ``n_episodes`` full episodes of ``env_id``."""
+    env = FloatReward(gym.make(env_id))
+    trajectories = []
+    for episode in range(n_episodes):
+        obs, _ = env.reset(seed=seed + episode)
+        observations, actions, rewards = [obs], [], []
+        terminated = truncated = False
+        while not (terminated or truncated):
+            action, _ = model.predict(obs, deterministic=True)
+            obs, reward, terminated, truncated, _ = env.step(action)
+            observations.append(obs)
+            actions.append(action)
+            rewards.append(reward)
+        trajectories.append(
+            TrajectoryWithRew(
+                np.array(observations, np.float32),
+                np.array(actions, np.float32),
+                None,
+                terminated,
+                np.array(rewards, np.float32),
+            )
+        )
+    env.close()
+    return trajectories
