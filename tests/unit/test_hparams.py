@@ -7,7 +7,7 @@ import pathlib
 import pytest
 from torch import nn
 
-from roboppo.zoo.hparams import HparamsError, default_hparams_file, load_ppo_hparams
+from roboppo.zoo.hparams import HparamsError, default_hparams_file, load_gail_hparams, load_ppo_hparams
 
 
 def write(tmp_path: pathlib.Path, text: str) -> pathlib.Path:
@@ -21,8 +21,14 @@ def test_shipped_file_has_an_entry_per_robo_env() -> None:
         entry = load_ppo_hparams(env_id)
         assert entry.n_timesteps > 0 and entry.n_envs >= 1
     hopper = load_ppo_hparams("RoboHopper-v0")
-    assert hopper.ppo_kwargs["policy_kwargs"]["activation_fn"] is nn.ReLU
+    assert hopper.ppo_kwargs["policy_kwargs"] == {"log_std_init": -1.0}
     assert default_hparams_file().name == "ppo.yml"
+
+
+def test_activation_names_map_to_torch_modules(tmp_path: pathlib.Path) -> None:
+    path = write(tmp_path, "MyEnv-v0:\n  policy_kwargs: {activation_fn: relu, net_arch: {pi: [8], vf: [8]}}\n")
+    policy_kwargs = load_ppo_hparams("MyEnv-v0", path).ppo_kwargs["policy_kwargs"]
+    assert policy_kwargs["activation_fn"] is nn.ReLU and policy_kwargs["net_arch"] == {"pi": [8], "vf": [8]}
 
 
 def test_default_is_merged_and_plain_scientific_numbers_parse(tmp_path: pathlib.Path) -> None:
@@ -50,3 +56,20 @@ def test_bad_files_name_file_env_and_key(tmp_path: pathlib.Path, text: str, mess
     with pytest.raises(HparamsError, match=message) as error:
         load_ppo_hparams("MyEnv-v0", path)
     assert str(path) in str(error.value)
+
+
+def test_gail_entries_validate_and_split_trainer_and_ppo_keywords(tmp_path: pathlib.Path) -> None:
+    entry = load_gail_hparams("RoboHopper-v0")
+    assert entry.trainer_kwargs["n_disc_updates_per_round"] >= 1 and "n_steps" in entry.ppo_kwargs
+    path = tmp_path / "gail.yml"
+    path.write_text("MyEnv-v0:\n  reward_hid_sizes: [16, 16]\n  ppo: {n_steps: 32}\n")
+    custom = load_gail_hparams("MyEnv-v0", path)
+    assert custom.trainer_kwargs == {"reward_net_kwargs": {"hid_sizes": (16, 16)}} and custom.ppo_kwargs == {
+        "n_steps": 32
+    }
+    path.write_text("MyEnv-v0:\n  ppo: {n_envs: 4}\n")
+    with pytest.raises(HparamsError, match=r"ppo: key 'n_envs' belongs at the entry's top level"):
+        load_gail_hparams("MyEnv-v0", path)
+    path.write_text("MyEnv-v0:\n  disc_updates: 4\n")
+    with pytest.raises(HparamsError, match=r"\[MyEnv-v0\]: unknown key 'disc_updates'"):
+        load_gail_hparams("MyEnv-v0", path)
