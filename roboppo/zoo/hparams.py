@@ -26,11 +26,11 @@ PPO_KEYS: dict[str, tuple[type, ...]] = {
     "n_epochs": (int,),
     "gamma": (int, float),
     "gae_lambda": (int, float),
-    "clip_range": (int, float),
+    "clip_range": (int, float, dict),
     "ent_coef": (int, float),
     "vf_coef": (int, float),
     "max_grad_norm": (int, float),
-    "learning_rate": (int, float),
+    "learning_rate": (int, float, dict),
     "target_kl": (int, float),
     "normalize_advantage": (bool,),
     "policy_kwargs": (dict,),
@@ -75,13 +75,22 @@ def default_hparams_file(algo: str = "ppo") -> pathlib.Path:
     return pathlib.Path(str(importlib.resources.files("zoo_hparams").joinpath(f"{algo}.yml")))
 
 
-def load_ppo_hparams(env_id: str, path: str | pathlib.Path | None = None) -> ZooEntry:
+def load_ppo_hparams(
+    env_id: str, path: str | pathlib.Path | None = None, overrides: dict[str, Any] | None = None
+) -> ZooEntry:
     """The ``default`` entry of ``zoo_hparams/ppo.yml`` (or ``path``) updated with the ``env_id`` entry, validated.
 
+    :param overrides: values that replace the file's (``roboppo-zoo train -p key=value``), validated alike;
+        ``{"policy_kwargs": {...}}`` is merged key by key.
     :raises HparamsError: YAML syntax error, unknown key or wrong type (names file, env id and key).
     """
     file, merged = _merged_entry("ppo", env_id, path)
-    settings = _ppo_settings(merged, f"{file} [{env_id}]")
+    for key, value in (overrides or {}).items():
+        if key == "policy_kwargs" and isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = {**merged[key], **value}
+        else:
+            merged[key] = value
+    settings = _ppo_settings(merged, f"{file} [{env_id}]" + (" with -p overrides" if overrides else ""))
     n_timesteps = int(settings.pop("n_timesteps", 1_000_000))
     n_envs = int(settings.pop("n_envs", 1))
     return ZooEntry(env_id=env_id, n_timesteps=n_timesteps, n_envs=n_envs, ppo_kwargs=settings)
@@ -133,6 +142,28 @@ def load_gail_hparams(env_id: str, path: str | pathlib.Path | None = None) -> Ga
     )
 
 
+def parse_overrides(pairs: list[str]) -> dict[str, Any]:
+    """``["n_steps=64", "policy_kwargs.log_std_init=-1"]`` -> ``{"n_steps": 64, "policy_kwargs": {...}}``.
+
+    Values are read as YAML scalars or flow collections (``[64, 64]``), never evaluated as code.
+    """
+    overrides: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, raw = pair.partition("=")
+        if not sep or not key or not re.fullmatch(r"[A-Za-z_][\w.]*", key):
+            raise HparamsError(f"-p {pair!r} is not key=value (for example -p learning_rate=3e-4).")
+        try:
+            value = yaml.load(raw, Loader=_Loader)  # a SafeLoader subclass
+        except yaml.YAMLError as error:
+            raise HparamsError(f"-p {pair!r}: the value does not parse ({error.__class__.__name__}).") from error
+        head, _, tail = key.partition(".")
+        if tail:
+            overrides.setdefault(head, {})[tail] = value
+        else:
+            overrides[head] = value
+    return overrides
+
+
 def _merged_entry(algo: str, env_id: str, path: str | pathlib.Path | None) -> tuple[pathlib.Path, dict[str, Any]]:
     file = pathlib.Path(path) if path is not None else default_hparams_file(algo)
     try:
@@ -146,9 +177,39 @@ def _merged_entry(algo: str, env_id: str, path: str | pathlib.Path | None) -> tu
     return file, merged
 
 
+class LinearSchedule:
+    """``initial * progress_remaining`` (1 at the start of training, 0 at the end), down to ``final``."""
+
+    def __init__(self, initial: float, final: float = 0.0) -> None:
+        self.initial, self.final = initial, final
+
+    def __call__(self, progress_remaining: float) -> float:
+        return self.final + (self.initial - self.final) * progress_remaining
+
+    def __repr__(self) -> str:
+        return f"LinearSchedule(initial={self.initial}, final={self.final})"
+
+
+def _schedule(value: Any, where: str) -> Any:
+    """A number, or a mapping ``{type: linear|constant, initial: x[, final: y]}``."""
+    if not isinstance(value, dict):
+        return value
+    kind, unknown = value.get("type"), set(value) - {"type", "initial", "final"}
+    if unknown or kind not in ("linear", "constant") or not isinstance(value.get("initial"), (int, float)):
+        raise HparamsError(
+            f"{where}: a schedule is {{type: linear|constant, initial: NUMBER[, final: NUMBER]}}, got {value!r}."
+        )
+    if kind == "constant":
+        return float(value["initial"])
+    return LinearSchedule(float(value["initial"]), float(value.get("final", 0.0)))
+
+
 def _ppo_settings(values: dict[str, Any], where: str) -> dict[str, Any]:
-    """PPO keywords validated against :data:`PPO_KEYS`, with ``policy_kwargs`` resolved."""
+    """PPO keywords validated against :data:`PPO_KEYS`, with schedules and ``policy_kwargs`` resolved."""
     settings = _validated(values, PPO_KEYS, where)
+    for key in ("learning_rate", "clip_range"):
+        if key in settings:
+            settings[key] = _schedule(settings[key], f"{where} {key}")
     policy_kwargs = _validated(settings.pop("policy_kwargs", {}), POLICY_KEYS, f"{where} policy_kwargs")
     if "activation_fn" in policy_kwargs:
         name = policy_kwargs["activation_fn"]

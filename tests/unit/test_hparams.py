@@ -73,3 +73,16 @@ def test_gail_entries_validate_and_split_trainer_and_ppo_keywords(tmp_path: path
     path.write_text("MyEnv-v0:\n  disc_updates: 4\n")
     with pytest.raises(HparamsError, match=r"\[MyEnv-v0\]: unknown key 'disc_updates'"):
         load_gail_hparams("MyEnv-v0", path)
+
+
+def test_schedules_are_mappings(tmp_path: pathlib.Path) -> None:
+    path = write(
+        tmp_path,
+        "MyEnv-v0:\n  learning_rate: {type: linear, initial: 3.0e-4}\n  clip_range: {type: constant, initial: 0.3}\n",
+    )
+    kwargs = load_ppo_hparams("MyEnv-v0", path).ppo_kwargs
+    assert kwargs["learning_rate"](1.0) == pytest.approx(3e-4) and kwargs["learning_rate"](0.5) == pytest.approx(1.5e-4)
+    assert kwargs["clip_range"] == 0.3
+    write(tmp_path, "MyEnv-v0:\n  learning_rate: {type: cosine, initial: 1}\n")
+    with pytest.raises(HparamsError, match=r"learning_rate: a schedule is \{type: linear\|constant"):
+        load_ppo_hparams("MyEnv-v0", path)

@@ -1,0 +1,76 @@
+"""``roboppo-zoo record`` and ``plot``: videos of a policy and learning curves as pictures."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections import defaultdict
+
+import gymnasium as gym
+import numpy as np
+
+from roboppo.ppo import PPO
+from roboppo.zoo.runs import model_file, read_config
+
+
+def record(args: argparse.Namespace) -> int:
+    """Render ``--episodes`` deterministic episodes off-screen into a video file (mp4 or gif)."""
+    import imageio.v2 as imageio
+
+    config = read_config(args.run)
+    model = PPO.load(model_file(args.run, best=args.best))
+    env = gym.make(config["env"], render_mode="rgb_array")
+    frames: list[np.ndarray] = []
+    for episode in range(args.episodes):
+        obs, _ = env.reset(seed=args.seed + episode)
+        frames.append(np.asarray(env.render()))
+        for _ in range(args.max_steps):
+            action, _ = model.predict(obs, deterministic=True)
+            obs, _, terminated, truncated, _ = env.step(action)
+            frames.append(np.asarray(env.render()))
+            if terminated or truncated:
+                break
+    env.close()
+    fps = args.fps or int(env.metadata.get("render_fps", 30))
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    partial = args.out.with_name(f".{args.out.stem}.partial{args.out.suffix}")
+    imageio.mimwrite(partial, frames, fps=fps)  # type: ignore[arg-type]
+    os.replace(partial, args.out)
+    print(f"{len(frames)} frames of {config['env']} at {fps} fps written to {args.out}")
+    return 0
+
+
+def plot(args: argparse.Namespace) -> int:
+    """Evaluation return against env steps, mean ± std over the runs of each env, as one PNG."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    curves: dict[str, list[tuple[np.ndarray, np.ndarray]]] = defaultdict(list)
+    for run_dir in args.runs:
+        env_id = read_config(run_dir)["env"]
+        path = run_dir / "evaluations.npz"
+        if not path.is_file():
+            raise FileNotFoundError(f"{path} not found: the run has not been evaluated yet.")
+        with np.load(path) as history:
+            curves[env_id].append((history["timesteps"], history["results"].mean(axis=1)))
+    figure, axes = plt.subplots(1, len(curves), figsize=(5.5 * len(curves), 4), squeeze=False)
+    for axis, (env_id, runs) in zip(axes[0], sorted(curves.items()), strict=True):
+        length = min(len(steps) for steps, _ in runs)
+        steps = runs[0][0][:length]
+        returns = np.stack([values[:length] for _, values in runs])
+        mean, std = returns.mean(axis=0), returns.std(axis=0)
+        axis.plot(steps, mean, label=f"mean of {len(runs)} run(s)")
+        axis.fill_between(steps, mean - std, mean + std, alpha=0.25, label="± std")
+        axis.set(title=env_id, xlabel="env steps", ylabel="evaluation return")
+        axis.grid(alpha=0.3)
+        axis.legend()
+    figure.tight_layout()
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    partial = args.out.with_name(f".{args.out.stem}.partial{args.out.suffix}")
+    figure.savefig(partial, dpi=120)
+    plt.close(figure)
+    os.replace(partial, args.out)
+    print(f"learning curves of {len(args.runs)} run(s) written to {args.out}")
+    return 0

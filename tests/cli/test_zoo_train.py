@@ -1,0 +1,108 @@
+"""roboppo-zoo train / eval / record / plot, in-process into temporary folders with tiny budgets."""
+
+from __future__ import annotations
+
+import pathlib
+
+import imageio.v2 as imageio
+import numpy as np
+import pytest
+import yaml
+
+from roboppo import PPO
+from roboppo.zoo.cli import main
+
+ENV = "RoboInvertedPendulum-v0"
+TINY = ["--n-timesteps", "1024", "--eval-freq", "256", "--save-freq", "512", "--eval-episodes", "2"]
+TINY += ["-p", "n_steps=64", "-p", "policy_kwargs.net_arch=[16]", "--no-progress-bar"]
+
+
+def train(folder: pathlib.Path, *extra: str) -> pathlib.Path:
+    assert main(["train", "--env", ENV, "--log-folder", str(folder), *TINY, *extra]) == 0
+    (run_dir,) = folder.iterdir()
+    return run_dir
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
+    return train(tmp_path_factory.mktemp("runs"), "--seed", "3")
+
+
+def test_train_writes_a_complete_run_folder(run_dir: pathlib.Path) -> None:
+    names = {p.name for p in run_dir.iterdir()}
+    assert {"config.yml", "command.txt", "model.zip", "best_model.zip", "evaluations.npz", "progress.csv"} <= names
+    assert any(name.startswith("events.out.tfevents") for name in names)
+    config = yaml.safe_load((run_dir / "config.yml").read_text())
+    assert config["env"] == ENV and config["seed"] == 3 and config["n_timesteps"] == 1024
+    assert config["overrides"] == {"n_steps": 64, "policy_kwargs": {"net_arch": [16]}}
+    model = PPO.load(run_dir / "model.zip")
+    assert model.n_steps == 64 and model.num_timesteps == 1024
+    assert sorted(p.name for p in (run_dir / "checkpoints").iterdir()) == ["ppo_1024_steps.zip", "ppo_512_steps.zip"]
+    assert list(np.load(run_dir / "evaluations.npz")["timesteps"]) == [256, 512, 768, 1024]
+
+
+def test_resume_continues_the_step_count_and_the_history(tmp_path: pathlib.Path) -> None:
+    run = train(tmp_path)
+    (run / "model.zip").unlink()  # as if interrupted after the last checkpoint
+    config = yaml.safe_load((run / "config.yml").read_text())
+    config["n_timesteps"] = 1536
+    (run / "config.yml").write_text(yaml.safe_dump(config))
+    assert main(["train", "--resume", str(run), "--no-progress-bar"]) == 0
+    assert PPO.load(run / "model.zip").num_timesteps == 1536
+    assert list(np.load(run / "evaluations.npz")["timesteps"]) == [256, 512, 768, 1024, 1280, 1536]
+    assert (run / "progress-from-1024.csv").is_file() and (run / "progress.csv").is_file()
+
+
+def test_eval_prints_mean_and_std(run_dir: pathlib.Path, capsys: pytest.CaptureFixture) -> None:
+    assert main(["eval", "--run", str(run_dir), "--episodes", "3"]) == 0
+    assert "± " in capsys.readouterr().out
+    assert main(["enjoy", "--run", str(run_dir), "--episodes", "2", "--best"]) == 0
+    assert "best_model.zip" in capsys.readouterr().out
+
+
+def test_record_writes_a_playable_video(run_dir: pathlib.Path, tmp_path: pathlib.Path) -> None:
+    out = tmp_path / "video.mp4"
+    assert main(["record", "--run", str(run_dir), "--out", str(out), "--max-steps", "40"]) == 0
+    reader = imageio.get_reader(out)
+    frames = reader.count_frames()
+    first = reader.get_data(0)
+    assert 2 <= frames <= 41  # the reset frame plus one per step until the pole fell or 40 steps
+    assert first.ndim == 3 and first.shape[2] == 3 and first.std() > 1.0
+    assert [p.name for p in tmp_path.iterdir()] == ["video.mp4"]
+
+
+def test_plot_writes_a_png(run_dir: pathlib.Path, tmp_path: pathlib.Path) -> None:
+    out = tmp_path / "curves.png"
+    assert main(["plot", str(run_dir), str(run_dir), "--out", str(out)]) == 0
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["train", "--env", "Nope-v0"], "unknown environment id 'Nope-v0'"),
+        (["train", "--env", ENV, "-p", "n_steps"], "-p 'n_steps' is not key=value"),
+        (["train", "--env", ENV, "-p", "n_stepz=64"], "unknown key 'n_stepz'"),
+        (["train", "--env", ENV, "-p", "n_steps=many"], "key 'n_steps' must be int"),
+        (["train", "--resume", "."], "is not a roboppo run folder"),
+        (["eval", "--run", "."], "is not a roboppo run folder"),
+    ],
+)
+def test_bad_input_exits_2_and_writes_nothing(
+    argv: list[str],
+    message: str,
+    tmp_path: pathlib.Path,
+    capsys: pytest.CaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and message in err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_unknown_subcommand_exits_2(capsys: pytest.CaptureFixture) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["fly"])
+    assert exit_info.value.code == 2 and "invalid choice: 'fly'" in capsys.readouterr().err
