@@ -5,6 +5,7 @@
     roboppo-zoo eval --run RUN_DIR [--episodes 10] [--best]          (alias: enjoy)
     roboppo-zoo record --run RUN_DIR --out video.mp4
     roboppo-zoo plot RUN_DIR [RUN_DIR ...] --out curves.png
+    roboppo-zoo tune --env RoboHopper-v0 --n-trials 20 [--storage sqlite:///study.db] [--study-name NAME]
     roboppo-zoo collect-demos --model expert.zip --env RoboHopper-v0 --episodes 50 --out demos.npz
     roboppo-zoo gail --env RoboHopper-v0 --demos demos.npz [--seed 0] [--n-timesteps N] [--log-folder runs]
 
@@ -30,6 +31,7 @@ from roboppo.zoo.imitate import collect_demos, gail
 from roboppo.zoo.media import plot, record
 from roboppo.zoo.runs import RunFolderError
 from roboppo.zoo.train import evaluate, train
+from roboppo.zoo.tune import tune
 
 USER_ERRORS = (UnknownEnvError, HparamsError, DemoError, ModelLoadError, RunFolderError, FileNotFoundError)
 
@@ -71,6 +73,21 @@ def build_parser() -> argparse.ArgumentParser:
     video.add_argument("--best", action="store_true")
     video.add_argument("--seed", type=int, default=0)
     video.set_defaults(handler=record)
+
+    search = commands.add_parser("tune", help="Optuna search over PPO hyperparameters (SQLite study)")
+    search.add_argument("--env", required=True, help="registered env id")
+    search.add_argument("--n-trials", type=int, default=20, help="trials for this worker")
+    search.add_argument("--n-timesteps", type=int, default=50_000, help="env steps per trial")
+    search.add_argument("--eval-freq", type=int, default=10_000)
+    search.add_argument("--eval-episodes", type=int, default=5)
+    search.add_argument("--storage", default=None, help="Optuna storage URL (default: sqlite in --log-folder)")
+    search.add_argument("--study-name", default=None, help="default: ppo-<env>")
+    search.add_argument("--log-folder", type=pathlib.Path, default=pathlib.Path("runs"))
+    search.add_argument(
+        "--out", type=pathlib.Path, default=None, help="best entry (default: <log-folder>/tune_<env>_best.yml)"
+    )
+    search.add_argument("--no-progress-bar", action="store_true")
+    search.set_defaults(handler=tune)
 
     curves = commands.add_parser("plot", help="learning curves (mean ± std over runs) as a PNG")
     curves.add_argument("runs", type=pathlib.Path, nargs="+", metavar="RUN_DIR")
@@ -114,3 +131,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def entry_point() -> None:
     sys.exit(main())
+
+
+if __name__ == "__main__":
+    entry_point()
