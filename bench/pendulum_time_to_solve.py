@@ -29,22 +29,11 @@ from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 from roboppo import PPO
 from roboppo.common.env_util import make_env_from_id
 from roboppo.zoo import load_ppo_hparams
+from roboppo.zoo.baselines import RL_ZOO3_PPO
 
 BUDGET = 50_000
+ENV = "RoboInvertedPendulum-v0"
 THRESHOLD = 950.0
-# rl-baselines3-zoo hyperparams/ppo.yml, InvertedPendulum (tuned), with `normalize: true`
-RL_ZOO3_PENDULUM: dict[str, Any] = {
-    "n_steps": 32,
-    "batch_size": 64,
-    "gamma": 0.999,
-    "learning_rate": 0.000222425,
-    "ent_coef": 1.37976e-07,
-    "clip_range": 0.4,
-    "n_epochs": 5,
-    "gae_lambda": 0.9,
-    "max_grad_norm": 0.3,
-    "vf_coef": 0.19816,
-}
 
 
 class TimedEvalCallback(EvalCallback):
@@ -91,8 +80,8 @@ def run_roboppo(seed: int) -> Run:
 
 
 def run_sb3(seed: int) -> Run:
-    env = VecNormalize(make_vec_env("InvertedPendulum-v5", n_envs=1, seed=seed), gamma=RL_ZOO3_PENDULUM["gamma"])
-    model = SB3PPO("MlpPolicy", env, seed=seed, **RL_ZOO3_PENDULUM)
+    env = VecNormalize(make_vec_env("InvertedPendulum-v5", n_envs=1, seed=seed), gamma=RL_ZOO3_PPO[ENV]["gamma"])
+    model = SB3PPO("MlpPolicy", env, seed=seed, **RL_ZOO3_PPO[ENV])
     eval_env = VecNormalize(make_vec_env("InvertedPendulum-v5", seed=10_000 + seed), training=False, norm_reward=False)
     eval_env.obs_rms = env.obs_rms  # shares the training statistics, as rl-zoo3's evaluation does
     return solve("sb3", model, eval_env, 1, seed)

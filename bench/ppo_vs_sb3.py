@@ -23,41 +23,21 @@ from dataclasses import dataclass
 
 import torch as th
 from _report import publish
-from stable_baselines3 import PPO as SB3PPO
-from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.evaluation import evaluate_policy
-from stable_baselines3.common.vec_env import VecNormalize
 
 from roboppo import PPO
 from roboppo.common.env_util import make_env_from_id
 from roboppo.zoo import ZooEntry, load_ppo_hparams
+from roboppo.zoo.baselines import RL_ZOO3_PPO, evaluate_stock_sb3, train_stock_sb3
 
-GYMNASIUM_TWIN = {
-    "RoboInvertedPendulum-v0": "InvertedPendulum-v5",
-    "RoboInvertedDoublePendulum-v0": "InvertedDoublePendulum-v5",
-    "RoboHopper-v0": "Hopper-v5",
-}
 DEFAULT_STEPS = {"RoboInvertedPendulum-v0": 10_000, "RoboHopper-v0": 100_000}
-# Hopper runs rl-baselines3-zoo's tuned Hopper values (hyperparams/ppo.yml), the stock-SB3 anchor,
-# so the table stays comparable when roboppo's own zoo entry changes.
-RL_ZOO3_HOPPER = ZooEntry(
-    env_id="RoboHopper-v0",
-    n_timesteps=1_000_000,
-    n_envs=1,
-    ppo_kwargs={
-        "n_steps": 512, "batch_size": 32, "gamma": 0.999, "learning_rate": 9.80828e-05, "ent_coef": 0.00229519,
-        "clip_range": 0.2, "n_epochs": 5, "gae_lambda": 0.99, "max_grad_norm": 0.7, "vf_coef": 0.835671,
-        "policy_kwargs": {
-            "log_std_init": -2.0, "ortho_init": False, "activation_fn": th.nn.ReLU,
-            "net_arch": {"pi": [256, 256], "vf": [256, 256]},
-        },
-    },
-)  # fmt: skip
 
 
 def bench_hparams(env_id: str) -> ZooEntry:
     """The settings both systems get: rl-zoo3's for Hopper, roboppo's zoo entry otherwise."""
-    return RL_ZOO3_HOPPER if env_id == "RoboHopper-v0" else load_ppo_hparams(env_id)
+    if env_id == "RoboHopper-v0":
+        return ZooEntry(env_id, 1_000_000, 1, RL_ZOO3_PPO[env_id])
+    return load_ppo_hparams(env_id)
 
 
 @dataclass
@@ -87,18 +67,12 @@ def run_roboppo(env_id: str, seed: int, steps: int) -> Result:
 
 def run_sb3(env_id: str, seed: int, steps: int) -> Result:
     entry = bench_hparams(env_id)
-    gym_id = GYMNASIUM_TWIN[env_id]
     policy_kwargs = {k: v for k, v in entry.ppo_kwargs.get("policy_kwargs", {}).items() if k in SB3_POLICY_KEYS}
-    ppo_kwargs = {**entry.ppo_kwargs, "policy_kwargs": policy_kwargs}
-    env = VecNormalize(make_vec_env(gym_id, n_envs=entry.n_envs, seed=seed), gamma=entry.ppo_kwargs["gamma"])
-    model = SB3PPO("MlpPolicy", env, seed=seed, **ppo_kwargs)
-    start = time.perf_counter()
-    model.learn(steps)
-    seconds = time.perf_counter() - start
-    eval_env = VecNormalize(make_vec_env(gym_id, n_envs=1, seed=10_000 + seed), training=False, norm_reward=False)
-    eval_env.obs_rms = env.obs_rms
-    mean_return, _ = evaluate_policy(model, eval_env, n_eval_episodes=10, deterministic=True)
-    return Result(env_id, "sb3", seed, model.num_timesteps, seconds, float(mean_return))
+    kwargs = {**entry.ppo_kwargs, "policy_kwargs": policy_kwargs}
+    model, env, seconds = train_stock_sb3(env_id, seed, steps, kwargs, n_envs=entry.n_envs)
+    return Result(
+        env_id, "sb3", seed, model.num_timesteps, seconds, evaluate_stock_sb3(model, env, env_id, 10_000 + seed)
+    )
 
 
 SB3_POLICY_KEYS = {"net_arch", "activation_fn", "log_std_init", "ortho_init"}

@@ -5,6 +5,7 @@
     roboppo-zoo eval --run RUN_DIR [--episodes 10] [--best]          (alias: enjoy)
     roboppo-zoo record --run RUN_DIR --out video.mp4
     roboppo-zoo plot RUN_DIR [RUN_DIR ...] --out curves.png
+    roboppo-zoo benchmark [--envs ID ...] [--seeds 3] [--out bench/results/zoo]
     roboppo-zoo tune --env RoboHopper-v0 --n-trials 20 [--storage sqlite:///study.db] [--study-name NAME]
     roboppo-zoo collect-demos --model expert.zip --env RoboHopper-v0 --episodes 50 --out demos.npz
     roboppo-zoo gail --env RoboHopper-v0 --demos demos.npz [--seed 0] [--n-timesteps N] [--log-folder runs]
@@ -26,6 +27,7 @@ os.environ.setdefault("MUJOCO_GL", "egl")  # off-screen rendering for `record`; 
 
 from roboppo.common.errors import ModelLoadError, UnknownEnvError
 from roboppo.gail import DemoError
+from roboppo.zoo.benchmark import DEFAULT_ENVS, benchmark
 from roboppo.zoo.hparams import HparamsError
 from roboppo.zoo.imitate import collect_demos, gail
 from roboppo.zoo.media import plot, record
@@ -88,6 +90,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     search.add_argument("--no-progress-bar", action="store_true")
     search.set_defaults(handler=tune)
+
+    bench = commands.add_parser("benchmark", help="train every zoo entry over seeds beside stock SB3; table and plots")
+    bench.add_argument("--envs", nargs="+", default=DEFAULT_ENVS)
+    bench.add_argument("--seeds", type=int, default=3)
+    bench.add_argument("--n-timesteps", type=int, default=None, help="override every entry's budget")
+    bench.add_argument("--eval-freq", type=int, default=10_000)
+    bench.add_argument("--eval-episodes", type=int, default=10)
+    bench.add_argument("--no-sb3", action="store_true", help="skip the stock SB3 rows")
+    bench.add_argument("--out", type=pathlib.Path, default=pathlib.Path("bench/results/zoo"))
+    bench.set_defaults(handler=benchmark)
 
     curves = commands.add_parser("plot", help="learning curves (mean ± std over runs) as a PNG")
     curves.add_argument("runs", type=pathlib.Path, nargs="+", metavar="RUN_DIR")

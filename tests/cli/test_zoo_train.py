@@ -106,3 +106,14 @@ def test_unknown_subcommand_exits_2(capsys: pytest.CaptureFixture) -> None:
     with pytest.raises(SystemExit) as exit_info:
         main(["fly"])
     assert exit_info.value.code == 2 and "invalid choice: 'fly'" in capsys.readouterr().err
+
+
+def test_benchmark_writes_a_table_and_plots(tmp_path: pathlib.Path) -> None:
+    argv = ["benchmark", "--envs", ENV, "--seeds", "2", "--n-timesteps", "512", "--eval-freq", "256"]
+    assert main([*argv, "--eval-episodes", "2", "--out", str(tmp_path)]) == 0
+    table = (tmp_path / "benchmark.md").read_text().splitlines()
+    assert table[0].startswith("| env | system | seeds")
+    rows = {line.split("|")[2].strip(): line for line in table[2:]}
+    assert set(rows) == {"roboppo", "sb3 + rl-zoo3"} and all("| 2 | 512 |" in line for line in rows.values())
+    assert (tmp_path / f"{ENV}.png").read_bytes()[:4] == b"\x89PNG"
+    assert len(list((tmp_path / "runs" / ENV).iterdir())) == 2
