@@ -86,6 +86,9 @@ def test_plot_writes_a_png(run_dir: pathlib.Path, tmp_path: pathlib.Path) -> Non
         (["train", "--env", ENV, "-p", "n_steps=many"], "key 'n_steps' must be int"),
         (["train", "--resume", "."], "is not a roboppo run folder"),
         (["eval", "--run", "."], "is not a roboppo run folder"),
+        (["gail", "--env", "Nope-v0", "--demos", "x.npz"], "unknown environment id 'Nope-v0'"),
+        (["gail", "--env", ENV, "--demos", "missing.npz"], "missing.npz: demonstration file not found"),
+        (["collect-demos", "--model", "nothing.zip", "--env", ENV, "--out", "d.npz"], "model file not found"),
     ],
 )
 def test_bad_input_exits_2_and_writes_nothing(
@@ -98,7 +101,7 @@ def test_bad_input_exits_2_and_writes_nothing(
     monkeypatch.chdir(tmp_path)
     assert main(argv) == 2
     err = capsys.readouterr().err
-    assert err.startswith("error: ") and message in err
+    assert err.startswith("error: ") and message in err and err.count("\n") == 1
     assert list(tmp_path.iterdir()) == []
 
 
