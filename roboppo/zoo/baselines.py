@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+import numpy as np
 import torch as th
 from stable_baselines3 import PPO as SB3PPO
 from stable_baselines3.common.env_util import make_vec_env
@@ -63,4 +64,4 @@ def evaluate_stock_sb3(model: SB3PPO, train_env: VecNormalize, env_id: str, seed
     )
     eval_env.obs_rms = train_env.obs_rms
     mean, _ = evaluate_policy(model, eval_env, n_eval_episodes=episodes, deterministic=True)
-    return float(mean)
+    return float(np.mean(mean))

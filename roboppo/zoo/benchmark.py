@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 import time
 from dataclasses import dataclass
 
+import numpy as np
 from stable_baselines3.common.evaluation import evaluate_policy
 
 from roboppo.common.env_util import check_env_id, make_env_from_id
@@ -54,7 +56,7 @@ def run_roboppo(args: argparse.Namespace, env_id: str, seed: int) -> Row:
     model = PPO.load(run_dir / "model.zip")
     eval_env = make_env_from_id(env_id, seed=20_000 + seed)
     final, _ = evaluate_policy(model, eval_env, n_eval_episodes=args.eval_episodes, deterministic=True)
-    return Row(env_id, "roboppo", seed, model.num_timesteps, seconds, float(final))
+    return Row(env_id, "roboppo", seed, model.num_timesteps, seconds, float(np.mean(final)))
 
 
 def run_sb3(args: argparse.Namespace, env_id: str, seed: int, budget: int) -> Row:
@@ -97,6 +99,7 @@ def benchmark(args: argparse.Namespace) -> int:
         runs = sorted((args.out / "runs" / env_id).glob("*"))
         plot(argparse.Namespace(runs=runs, out=args.out / f"{env_id}.png"))
     text = table(rows)
-    write_atomic(args.out / "benchmark.md", text + "\n")
+    command = " ".join(["roboppo-zoo", *sys.argv[1:]]) if sys.argv[0].endswith("roboppo-zoo") else None
+    write_atomic(args.out / "benchmark.md", (f"`{command}`\n\n" if command else "") + text + "\n")
     print(text)
     return 0
