@@ -85,7 +85,7 @@ class PPO(SB3PPO):
             if roboppo_envs.is_brax_id(env):
                 defaults = BRAX_DEFAULTS["gpu" if th.cuda.is_available() else "cpu"]
                 n_envs = defaults["n_envs"] if n_envs is None else n_envs
-                kwargs = {key: kwargs.get(key, value) for key, value in defaults.items() if key != "n_envs"} | kwargs
+                kwargs = {key: value for key, value in defaults.items() if key != "n_envs"} | kwargs
             env = make_env_from_id(
                 env, n_envs=1 if n_envs is None else n_envs, seed=kwargs.get("seed"), env_kwargs=env_kwargs
             )
