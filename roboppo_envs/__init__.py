@@ -24,8 +24,10 @@ id                                        Brax env (default backend       max st
 ``RoboHopper-v0`` is MuJoCo's Hopper (Gymnasium v5 physics); ``RoboBraxHopper-v0`` is Brax's
 hopper, a different model and reward scale. Likewise the two inverted pendulums.
 
-``gym.make(id)`` gives one env, ``gym.make_vec(id, num_envs=N)`` a vector of N; for Brax ids
-the vector is a :class:`~roboppo_envs.brax.BraxVectorEnv` stepped by JAX
+``gym.make(id)`` gives one env, ``gym.make_vec(id, num_envs=N)`` a batch of N stepped together:
+a :class:`~roboppo_envs.mujoco.MujocoVectorEnv` (worker threads,
+``gym.make_vec("RoboHopper-v0", num_envs=16, num_threads=2)``) or, for Brax ids, a
+:class:`~roboppo_envs.brax.BraxVectorEnv` stepped by JAX
 (``gym.make_vec("RoboAnt-v0", num_envs=2048, backend="positional")``).
 """
 
@@ -36,14 +38,17 @@ import gymnasium as gym
 ROBO_ENVS: dict[str, dict[str, object]] = {
     "RoboInvertedPendulum-v0": {
         "entry_point": "roboppo_envs.mujoco:RoboInvertedPendulumEnv",
+        "vector_entry_point": "roboppo_envs.mujoco.vector_env:RoboInvertedPendulumVectorEnv",
         "reward_threshold": 950.0,
     },
     "RoboInvertedDoublePendulum-v0": {
         "entry_point": "roboppo_envs.mujoco:RoboInvertedDoublePendulumEnv",
+        "vector_entry_point": "roboppo_envs.mujoco.vector_env:RoboInvertedDoublePendulumVectorEnv",
         "reward_threshold": 9100.0,
     },
     "RoboHopper-v0": {
         "entry_point": "roboppo_envs.mujoco:RoboHopperEnv",
+        "vector_entry_point": "roboppo_envs.mujoco.vector_env:RoboHopperVectorEnv",
         "reward_threshold": 3800.0,
     },
 }
@@ -79,6 +84,12 @@ def is_brax_id(env_id: str) -> bool:
     return env_id in BRAX_ENVS
 
 
+def has_vector_env(env_id: str) -> bool:
+    """True for the ids whose ``gym.make_vec`` builds one of roboppo's batched vector envs."""
+    entry_point = gym.spec(env_id).vector_entry_point if env_id in gym.registry else None
+    return isinstance(entry_point, str) and entry_point.startswith("roboppo_envs.")
+
+
 def registered_ids() -> list[str]:
     """The ``Robo*`` ids currently registered with Gymnasium, sorted."""
     return sorted(env_id for env_id in gym.registry if env_id.startswith("Robo"))
@@ -86,4 +97,4 @@ def registered_ids() -> list[str]:
 
 register_envs()
 
-__all__ = ["BRAX_ENVS", "ROBO_ENVS", "is_brax_id", "register_envs", "registered_ids"]
+__all__ = ["BRAX_ENVS", "ROBO_ENVS", "has_vector_env", "is_brax_id", "register_envs", "registered_ids"]

@@ -21,6 +21,7 @@ from typing import TypeVar
 
 import torch as th
 from stable_baselines3.common.distributions import DiagGaussianDistribution, sum_independent_dims
+from torch.distributions import Normal
 from torch.nn.functional import softplus
 
 SelfTanhNormal = TypeVar("SelfTanhNormal", bound="TanhNormalDistribution")
@@ -48,6 +49,12 @@ class TanhNormalDistribution(DiagGaussianDistribution):
     with ``u = mean + std * eps`` (exact in expectation, differentiable in mean and std),
     as Brax's PPO does. It is what ``ent_coef`` multiplies and what ``train/entropy_loss`` logs.
     """
+
+    def proba_distribution(self: SelfTanhNormal, mean_actions: th.Tensor, log_std: th.Tensor) -> SelfTanhNormal:
+        """``N(mean, exp(log_std))`` over pre-tanh actions (argument validation off: it runs every minibatch)."""
+        action_std = th.ones_like(mean_actions) * log_std.exp()
+        self.distribution = Normal(mean_actions, action_std, validate_args=False)
+        return self
 
     def log_prob(self, actions: th.Tensor) -> th.Tensor:
         """Log-density of ``tanh(actions)``, where ``actions`` are pre-tanh ``[batch, action_dim]``.

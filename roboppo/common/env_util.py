@@ -35,20 +35,22 @@ def make_env_from_id(
 ) -> VecEnv:
     """``n_envs`` copies of ``env_id`` as one SB3 ``VecEnv`` checked for NaN/inf.
 
-    Ids with a vectorized implementation of their own (the Brax robots) are built with
-    ``gym.make_vec`` and adapted by :class:`GymnasiumVecEnv`; the others are ``n_envs``
+    roboppo's ids have batched vector envs of their own (MuJoCo robots stepped by worker
+    threads, Brax robots by JAX): they are built with ``gym.make_vec`` and adapted by
+    :class:`GymnasiumVecEnv`. Other ids, or any id when ``vec_env_cls`` is given, are ``n_envs``
     ``Monitor``-wrapped copies in a ``DummyVecEnv`` (or ``vec_env_cls``).
 
     :param env_id: a registered Gymnasium id, e.g. ``"RoboHopper-v0"``.
     :param n_envs: number of parallel copies.
     :param seed: seed of the first copy; copy ``i`` gets ``seed + i``.
-    :param env_kwargs: keyword arguments for ``gym.make``.
-    :param vec_env_cls: SB3 vector env class (``DummyVecEnv`` by default).
+    :param env_kwargs: keyword arguments for ``gym.make`` / ``gym.make_vec`` (for the MuJoCo
+        batches also ``num_threads``).
+    :param vec_env_cls: SB3 vector env class for one env per copy (``DummyVecEnv``, ``SubprocVecEnv``).
     """
     check_env_id(env_id)
     if n_envs < 1:
         raise ValueError(f"n_envs must be at least 1, got {n_envs}.")
-    if roboppo_envs.is_brax_id(env_id):
+    if vec_env_cls is None and roboppo_envs.has_vector_env(env_id):
         venv: VecEnv = GymnasiumVecEnv(gym.make_vec(env_id, num_envs=n_envs, **(env_kwargs or {})))
         venv.seed(seed)
     else:

@@ -1,9 +1,11 @@
 """Rollouts that stay on the env's device: torch tensors from step to minibatch.
 
-Used by :class:`roboppo.PPO` when the env offers ``step_torch`` (the Brax adapter): one
-batched policy call and one env call per vector step, results written into preallocated
-tensors, GAE and minibatch shuffling in torch. The only host transfers happen once per
-rollout (episode statistics, the finiteness check, SB3's explained-variance log).
+Used by :class:`roboppo.PPO` when the env offers ``step_torch`` (roboppo's batched vector
+envs: the MuJoCo robots stepped by threads on the CPU, the Brax robots by JAX on the CPU or
+a GPU): one batched policy call and one env call per vector step, no per-env Python work,
+results written into preallocated tensors, GAE and minibatch shuffling in torch. On a GPU the
+only host transfers happen once per rollout (episode statistics, the finiteness check, SB3's
+explained-variance log).
 """
 
 from __future__ import annotations
@@ -91,11 +93,10 @@ class DeviceRolloutBuffer(BaseBuffer):
         self.values = self.value_tensor.cpu().numpy()
         self.returns = self.return_tensor.cpu().numpy()
 
-    def get(self, batch_size: int | None = None) -> Generator[RolloutBufferSamples, None, None]:  # type: ignore[override]
-        """Shuffled minibatches of ``batch_size`` samples (all samples when None), drawn on the device."""
+    def flat_tensors(self) -> list[th.Tensor]:
+        """Observations, actions, values, log-probs, advantages and returns, each ``[n_steps * n_envs, ...]``."""
         total = self.buffer_size * self.n_envs
-        batch_size = batch_size or total
-        flat = [
+        return [
             self.observations.reshape(total, *self.obs_shape),
             self.actions.reshape(total, self.action_dim),
             self.value_tensor.reshape(total),
@@ -103,6 +104,12 @@ class DeviceRolloutBuffer(BaseBuffer):
             self.advantages.reshape(total),
             self.return_tensor.reshape(total),
         ]
+
+    def get(self, batch_size: int | None = None) -> Generator[RolloutBufferSamples, None, None]:  # type: ignore[override]
+        """Shuffled minibatches of ``batch_size`` samples (all samples when None), drawn on the device."""
+        total = self.buffer_size * self.n_envs
+        batch_size = batch_size or total
+        flat = self.flat_tensors()
         order = th.randperm(total, device=self.device)
         for start in range(0, total, batch_size):
             index = order[start : start + batch_size]
@@ -136,16 +143,14 @@ def collect_on_device(model: PPO, vector_env: Any, callback: BaseCallback, n_rol
             actions, values, log_probs = policy(obs)
         out = vector_env.step_torch(policy.squash_to_box(actions))
         rewards = out.reward.to(device).float()
-        truncated, dones = out.truncated.to(device), (out.terminated | out.truncated).to(device)
+        dones = (out.terminated | out.truncated).to(device)
         model._episode_returns += rewards
         model._episode_lengths += 1
         finished_returns[step] = th.where(dones, model._episode_returns, th.nan)
         finished_lengths[step] = th.where(dones, model._episode_lengths, 0.0)
         model._episode_returns *= ~dones
         model._episode_lengths *= ~dones
-        with th.no_grad():  # bootstrap on time-limit truncation, not on termination
-            final_values = policy.predict_values(out.final_obs.to(device)).flatten()
-        rewards = model.reward_scale * rewards + model.gamma * final_values * truncated.float()
+        rewards = model.reward_scale * rewards + model.gamma * _truncation_bootstrap(policy, out, device)
         model.num_timesteps += n_envs
         callback.update_locals({"dones": dones, "infos": [], "rewards": rewards, "step": step})
         if not callback.on_step():
@@ -161,6 +166,20 @@ def collect_on_device(model: PPO, vector_env: Any, callback: BaseCallback, n_rol
     callback.update_locals({"dones": dones})
     callback.on_rollout_end()
     return True
+
+
+def _truncation_bootstrap(policy: Any, out: Any, device: th.device) -> th.Tensor:
+    """``V(final_obs)`` where an episode was cut by the time limit (not where it terminated), else 0.
+
+    Env output on the CPU is checked first, so the value net runs only on steps with a truncation;
+    on a GPU it runs every step, which costs less than a device sync.
+    """
+    bootstrap = (out.truncated & ~out.terminated).to(device)
+    if out.truncated.device.type == "cpu" and not bool(bootstrap.any()):
+        return th.zeros(bootstrap.shape, device=device)
+    with th.no_grad():
+        final_values = policy.predict_values(out.final_obs.to(device)).flatten()
+    return final_values * bootstrap.float()
 
 
 def _record_episodes(model: PPO, returns: th.Tensor, lengths: th.Tensor) -> None:

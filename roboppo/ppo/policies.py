@@ -24,6 +24,7 @@ class TanhGaussianPolicy(ActorCriticPolicy):
       what was sampled. :meth:`unscale_action` maps ``u`` to ``low + (tanh(u) + 1) / 2 * (high - low)``;
       SB3 calls it for every action sent to an env (rollouts, ``predict``, evaluation).
     - Deterministic actions are the squashed mean, ``tanh(mean)``.
+    - Adam (SB3's ``eps=1e-5``) runs fused: one kernel per step instead of a dozen per parameter.
     - Observations are normalized by running statistics stored as buffers in the policy
       (see :class:`~roboppo.common.normalization.NormalizedFlattenExtractor`); they are
       updated by PPO once per rollout and saved inside the model zip.
@@ -58,6 +59,8 @@ class TanhGaussianPolicy(ActorCriticPolicy):
         if kwargs.get("use_sde"):
             raise ValueError("roboppo's tanh-Gaussian policy does not support use_sde=True.")
         kwargs.setdefault("features_extractor_class", NormalizedFlattenExtractor)
+        if kwargs.get("optimizer_class", th.optim.Adam) is th.optim.Adam and kwargs.get("optimizer_kwargs") is None:
+            kwargs["optimizer_kwargs"] = {"eps": 1e-5, "fused": True}  # SB3's eps; one fused kernel per step
         extractor_kwargs = dict(kwargs.pop("features_extractor_kwargs", None) or {})
         if kwargs["features_extractor_class"] is NormalizedFlattenExtractor:
             extractor_kwargs.update(clip=obs_clip, normalize=normalize_obs)

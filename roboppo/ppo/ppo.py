@@ -21,6 +21,7 @@ import roboppo_envs
 from roboppo.common.env_util import VecFiniteCheck, VecRewardScale, make_env_from_id
 from roboppo.common.errors import ModelLoadError
 from roboppo.ppo.device_rollout import DeviceRolloutBuffer, collect_on_device
+from roboppo.ppo.lean_train import train_on_tensors
 from roboppo.ppo.policies import TanhGaussianPolicy
 
 SelfPPO = TypeVar("SelfPPO", bound="PPO")
@@ -50,10 +51,11 @@ class PPO(SB3PPO):
       *after* the gradient steps on that batch, so that the log-probabilities stored during
       the rollout are exactly those the first minibatch re-evaluates (ratio = 1).
     - Training stops with an error naming the env and step if it returns NaN or inf.
-    - Envs that step on a device (the Brax robots, ``RoboAnt-v0``, ...) are rolled out
-      without leaving it: torch tensors from env to minibatch (see
-      :mod:`roboppo.ppo.device_rollout`). Left-out ``n_envs``, ``n_steps``, ``batch_size`` and
-      ``n_epochs`` then default to :data:`BRAX_DEFAULTS` for the device torch uses.
+    - roboppo's batched vector envs (the MuJoCo robots stepped by worker threads, the Brax
+      robots by JAX) are rolled out as torch tensors from env to minibatch, one policy call
+      per vector step and no per-env Python work (see :mod:`roboppo.ppo.device_rollout`). For
+      Brax ids, left-out ``n_envs``, ``n_steps``, ``batch_size`` and ``n_epochs`` default to
+      :data:`BRAX_DEFAULTS` for the device torch uses.
     - Extra TensorBoard scalars: ``obs_norm/*`` (normalizer statistics).
 
     :param policy: ``"MlpPolicy"`` or a policy class.
@@ -100,7 +102,12 @@ class PPO(SB3PPO):
             self.env = VecRewardScale(self.env, self.reward_scale)  # type: ignore[arg-type]
 
     def device_vector_env(self, env: VecEnv | None = None) -> Any | None:
-        """The env's device-stepped vector env (one with ``step_torch``), or None."""
+        """The env's batched vector env (one with ``step_torch``), or None.
+
+        None also when the policy is not roboppo's (SB3's own policies go through SB3's rollouts).
+        """
+        if not issubclass(self.policy_class, TanhGaussianPolicy):
+            return None
         env = env if env is not None else self.env
         vector_env = getattr(env.unwrapped, "vector_env", None) if env is not None else None
         return vector_env if hasattr(vector_env, "step_torch") else None
@@ -138,8 +145,15 @@ class PPO(SB3PPO):
         return [*super()._excluded_save_params(), "_episode_returns", "_episode_lengths"]
 
     def train(self) -> None:
-        """PPO epochs on the current rollout, then one update of the observation statistics."""
-        super().train()
+        """PPO epochs on the current rollout, then one update of the observation statistics.
+
+        Rollouts held as torch tensors train through :func:`~roboppo.ppo.lean_train.train_on_tensors`
+        (same losses and logs as SB3's ``train``, less work per minibatch).
+        """
+        if isinstance(self.rollout_buffer, DeviceRolloutBuffer):
+            train_on_tensors(self)
+        else:
+            super().train()
         self._update_obs_normalizer()
 
     def _update_obs_normalizer(self) -> None:

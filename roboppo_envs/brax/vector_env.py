@@ -38,6 +38,7 @@ except ImportError as error:  # pragma: no cover - exercised only without the ex
     ) from error
 
 from roboppo_envs.brax.bridge import as_numpy, jax_to_torch, torch_to_jax
+from roboppo_envs.torch_step import TorchStep
 
 BACKENDS = ("spring", "positional", "generalized", "mjx")
 
@@ -60,16 +61,6 @@ _enable_compilation_cache()
 
 class BraxNonFiniteError(RuntimeError):
     """The Brax simulation produced NaN or inf."""
-
-
-class TorchStep(NamedTuple):
-    """One batched step as torch tensors, each ``[num_envs, ...]`` on the env's device."""
-
-    obs: th.Tensor
-    reward: th.Tensor
-    terminated: th.Tensor
-    truncated: th.Tensor
-    final_obs: th.Tensor
 
 
 class _Carry(NamedTuple):

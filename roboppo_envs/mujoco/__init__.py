@@ -1,5 +1,21 @@
-"""MuJoCo environments (Gymnasium v5 physics and rewards, float32 observations)."""
+"""MuJoCo environments (Gymnasium v5 physics and rewards, float32 observations), single and batched."""
 
 from roboppo_envs.mujoco.envs import RoboHopperEnv, RoboInvertedDoublePendulumEnv, RoboInvertedPendulumEnv
+from roboppo_envs.mujoco.vector_env import (
+    MujocoNonFiniteError,
+    MujocoVectorEnv,
+    RoboHopperVectorEnv,
+    RoboInvertedDoublePendulumVectorEnv,
+    RoboInvertedPendulumVectorEnv,
+)
 
-__all__ = ["RoboHopperEnv", "RoboInvertedDoublePendulumEnv", "RoboInvertedPendulumEnv"]
+__all__ = [
+    "MujocoNonFiniteError",
+    "MujocoVectorEnv",
+    "RoboHopperEnv",
+    "RoboHopperVectorEnv",
+    "RoboInvertedDoublePendulumEnv",
+    "RoboInvertedDoublePendulumVectorEnv",
+    "RoboInvertedPendulumEnv",
+    "RoboInvertedPendulumVectorEnv",
+]

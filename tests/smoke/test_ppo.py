@@ -58,7 +58,7 @@ def test_normalizer_updates_once_per_rollout_from_the_collected_batch(tiny: dict
     model = PPO("MlpPolicy", "RoboHopper-v0", n_envs=2, seed=0, **tiny)
     model.learn(64 * 2)
     rms = model.policy.features_extractor.obs_rms
-    observations = model.rollout_buffer.observations.reshape(-1, rms.mean.shape[0])
+    observations = np.asarray(model.rollout_buffer.observations).reshape(-1, rms.mean.shape[0])
     assert rms.count.item() == 128
     np.testing.assert_allclose(rms.mean.numpy(), observations.mean(axis=0), rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(rms.var.numpy(), observations.var(axis=0), rtol=1e-4, atol=1e-6)
@@ -167,3 +167,21 @@ def test_a_stock_sb3_policy_class_still_trains(tiny: dict[str, Any]) -> None:
 
     model = PPO(ActorCriticPolicy, "RoboInvertedPendulum-v0", seed=0, **tiny).learn(128)
     assert model.num_timesteps == 128 and not isinstance(model.policy, TanhGaussianPolicy)
+
+
+def test_batched_mujoco_env_trains_saves_and_loads(tmp_path: pathlib.Path, tiny: dict[str, Any]) -> None:
+    from roboppo.ppo.device_rollout import DeviceRolloutBuffer
+    from roboppo_envs.mujoco import MujocoVectorEnv
+
+    model = PPO("MlpPolicy", "RoboHopper-v0", n_envs=4, seed=0, **tiny)
+    assert isinstance(model.device_vector_env(), MujocoVectorEnv)
+    model.learn(512)
+    assert isinstance(model.rollout_buffer, DeviceRolloutBuffer)
+    assert model.num_timesteps == 512 and len(model.ep_info_buffer) > 0  # an untrained hopper falls
+    assert all(info["l"] < 1000 for info in model.ep_info_buffer)
+    model.save(tmp_path / "hopper")
+    loaded = PPO.load(tmp_path / "hopper")
+    obs = np.random.default_rng(0).normal(size=(5, 11)).astype(np.float32)
+    np.testing.assert_array_equal(model.predict(obs, deterministic=True)[0], loaded.predict(obs, deterministic=True)[0])
+    mean_return, _ = evaluate_policy(loaded, make_env_from_id("RoboHopper-v0", n_envs=2, seed=1), n_eval_episodes=4)
+    assert 0 < mean_return < 1000

@@ -1,0 +1,134 @@
+"""Observations, rewards, terminations and initial states of the v5 MuJoCo tasks, over a batch.
+
+Each task reads its coefficients from a single Gymnasium v5 env (so every constructor keyword
+of that env keeps working) and computes, for ``N`` simulations at once, what that env's
+``step`` and ``reset_model`` compute for one. The arithmetic is the same, term by term, so a
+batch equals ``N`` single envs (``tests/env/test_mujoco_vector_env.py`` checks it).
+
+A task names the ``MjData`` fields it reads (``fields``); the vector env gathers them into
+arrays ``[N, ...]`` after each step and hands them over as a dict.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import numpy as np
+
+State = dict[str, np.ndarray]
+
+
+class MujocoTask:
+    """Base class: the per-batch counterpart of one Gymnasium ``MujocoEnv`` subclass."""
+
+    fields: ClassVar[tuple[str, ...]] = ("qpos", "qvel")
+
+    def __init__(self, env: Any) -> None:
+        self.init_qpos: np.ndarray = env.init_qpos
+        self.init_qvel: np.ndarray = env.init_qvel
+        self.noise: float = env._reset_noise_scale
+        self.dt: float = env.dt
+
+    def observe(self, state: State) -> np.ndarray:
+        """Observations ``[N, obs_dim]`` (float64) of the gathered state."""
+        raise NotImplementedError
+
+    def reward_and_termination(
+        self, before: State, state: State, actions: np.ndarray, obs: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Rewards ``[N]`` (float64) and terminations ``[N]`` (bool) of one step from ``before`` to ``state``."""
+        raise NotImplementedError
+
+    def initial_state(self, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+        """``qpos, qvel`` of a new episode, drawing from ``rng`` exactly as ``reset_model`` does."""
+        qpos = self.init_qpos + rng.uniform(low=-self.noise, high=self.noise, size=self.init_qpos.size)
+        qvel = self.init_qvel + rng.uniform(low=-self.noise, high=self.noise, size=self.init_qvel.size)
+        return qpos, qvel
+
+
+class InvertedPendulumTask(MujocoTask):
+    """``InvertedPendulum-v5``: +1 per step while the pole stays within 0.2 rad."""
+
+    def observe(self, state: State) -> np.ndarray:
+        return np.concatenate([state["qpos"], state["qvel"]], axis=1)
+
+    def reward_and_termination(
+        self, before: State, state: State, actions: np.ndarray, obs: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        terminated = ~np.isfinite(obs).all(axis=1) | (np.abs(obs[:, 1]) > 0.2)
+        return (~terminated).astype(np.float64), terminated
+
+
+class InvertedDoublePendulumTask(MujocoTask):
+    """``InvertedDoublePendulum-v5``: alive bonus minus tip-distance and joint-velocity penalties."""
+
+    fields = ("qpos", "qvel", "site_xpos", "qfrc_constraint")
+
+    def __init__(self, env: Any) -> None:
+        super().__init__(env)
+        self.healthy_reward: float = env._healthy_reward
+
+    def observe(self, state: State) -> np.ndarray:
+        qpos = state["qpos"]
+        parts = [
+            qpos[:, :1],
+            np.sin(qpos[:, 1:]),
+            np.cos(qpos[:, 1:]),
+            np.clip(state["qvel"], -10, 10),
+            np.clip(state["qfrc_constraint"], -10, 10)[:, :1],
+        ]
+        return np.concatenate(parts, axis=1)
+
+    def reward_and_termination(
+        self, before: State, state: State, actions: np.ndarray, obs: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        tip = state["site_xpos"][:, 0]
+        x, y = tip[:, 0], tip[:, 2]
+        terminated = y <= 1
+        v1, v2 = state["qvel"][:, 1], state["qvel"][:, 2]
+        dist_penalty = 0.01 * x**2 + (y - 2) ** 2
+        vel_penalty = 1e-3 * v1**2 + 5e-3 * v2**2
+        alive_bonus = self.healthy_reward * (~terminated)
+        return alive_bonus - dist_penalty - vel_penalty, terminated
+
+    def initial_state(self, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+        qpos = self.init_qpos + rng.uniform(low=-self.noise, high=self.noise, size=self.init_qpos.size)
+        qvel = self.init_qvel + rng.standard_normal(self.init_qvel.size) * self.noise
+        return qpos, qvel
+
+
+class HopperTask(MujocoTask):
+    """``Hopper-v5``: forward velocity + healthy bonus - control cost; ends when unhealthy."""
+
+    def __init__(self, env: Any) -> None:
+        super().__init__(env)
+        self.forward_weight: float = env._forward_reward_weight
+        self.ctrl_weight: float = env._ctrl_cost_weight
+        self.healthy_reward: float = env._healthy_reward
+        self.terminate_when_unhealthy: bool = env._terminate_when_unhealthy
+        self.state_range: tuple[float, float] = env._healthy_state_range
+        self.z_range: tuple[float, float] = env._healthy_z_range
+        self.angle_range: tuple[float, float] = env._healthy_angle_range
+        self.skip_x: bool = env._exclude_current_positions_from_observation
+
+    def observe(self, state: State) -> np.ndarray:
+        position = state["qpos"][:, 1:] if self.skip_x else state["qpos"]
+        return np.concatenate([position, np.clip(state["qvel"], -10, 10)], axis=1)
+
+    def is_healthy(self, state: State) -> np.ndarray:
+        qpos = state["qpos"]
+        z, angle = qpos[:, 1], qpos[:, 2]
+        rest = np.concatenate([qpos, state["qvel"]], axis=1)[:, 2:]
+        healthy_state = np.all((self.state_range[0] < rest) & (rest < self.state_range[1]), axis=1)
+        healthy_z = (self.z_range[0] < z) & (z < self.z_range[1])
+        healthy_angle = (self.angle_range[0] < angle) & (angle < self.angle_range[1])
+        return healthy_state & healthy_z & healthy_angle
+
+    def reward_and_termination(
+        self, before: State, state: State, actions: np.ndarray, obs: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        x_velocity = (state["qpos"][:, 0] - before["qpos"][:, 0]) / self.dt
+        healthy = self.is_healthy(state)
+        rewards = self.forward_weight * x_velocity + healthy * self.healthy_reward
+        ctrl_cost = self.ctrl_weight * np.sum(np.square(actions), axis=1)
+        return rewards - ctrl_cost, ~healthy & self.terminate_when_unhealthy

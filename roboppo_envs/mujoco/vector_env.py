@@ -1,0 +1,262 @@
+"""MuJoCo robots as one batched Gymnasium vector env, stepped by worker threads.
+
+``gym.make_vec("RoboHopper-v0", num_envs=16)`` returns a :class:`MujocoVectorEnv`:
+
+- every copy has its own ``MjData`` (so its solver warm start, and hence its trajectory, is
+  exactly that of a single env); the copies are split into one chunk per thread and each
+  chunk is stepped with ``mujoco.mj_step``, which releases the GIL, so the threads simulate
+  in parallel;
+- observations, rewards and terminations are computed for the whole batch with NumPy
+  (:mod:`roboppo_envs.mujoco.tasks`), term by term as the Gymnasium v5 env does;
+- autoreset is ``SAME_STEP``: a finished copy is reset inside the same ``step``; the returned
+  observation is the new episode's first and the last one of the finished episode is in
+  ``info["final_obs"]`` (rows where ``info["_final_obs"]`` is True);
+- copy ``i`` reset with ``seed`` draws its initial states as ``gym.make(id)`` reset with
+  ``seed + i`` does, so a batch reproduces single envs step for step;
+- :meth:`step_torch` takes and returns CPU torch tensors sharing memory with NumPy (no copy),
+  which is what roboppo's PPO uses to collect rollouts without per-env Python work.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, ClassVar
+
+import gymnasium as gym
+import mujoco
+import numpy as np
+import torch as th
+from gymnasium.utils.seeding import np_random
+from gymnasium.vector import AutoresetMode, VectorEnv
+
+from roboppo_envs.mujoco.envs import RoboHopperEnv, RoboInvertedDoublePendulumEnv, RoboInvertedPendulumEnv
+from roboppo_envs.mujoco.tasks import (
+    HopperTask,
+    InvertedDoublePendulumTask,
+    InvertedPendulumTask,
+    MujocoTask,
+    State,
+)
+from roboppo_envs.torch_step import TorchStep
+
+
+class MujocoNonFiniteError(RuntimeError):
+    """A MuJoCo simulation produced NaN or inf."""
+
+
+def available_cpus() -> int:
+    """CPU cores this process may run on."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+def resolve_num_threads(num_threads: int | None, num_envs: int) -> int:
+    """Worker threads for ``num_envs`` copies: default one per available core (at most one per copy).
+
+    More threads than cores is capped with a warning; fewer than one is an error.
+    """
+    cores = available_cpus()
+    if num_threads is None:
+        return max(1, min(cores, num_envs))
+    if num_threads < 1:
+        raise ValueError(f"num_threads must be at least 1, got {num_threads}.")
+    if num_threads > cores:
+        warnings.warn(
+            f"num_threads={num_threads} exceeds the {cores} CPU cores available; using {cores}.",
+            stacklevel=3,
+        )
+        num_threads = cores
+    return min(num_threads, num_envs)
+
+
+class MujocoVectorEnv(VectorEnv):
+    """``num_envs`` copies of a Gymnasium v5 MuJoCo env stepped as one batch.
+
+    Subclasses name the single env (``env_class``) and its batched task (``task_class``).
+
+    :param num_envs: number of copies.
+    :param num_threads: worker threads stepping the copies (default: one per available core,
+        at most ``num_envs``; more than the machine has is capped with a warning).
+    :param max_episode_steps: steps after which an episode is truncated (None: never).
+    :param render_mode: ``"rgb_array"`` renders copy 0.
+    :param env_kwargs: keyword arguments of the single env (reward weights, ``reset_noise_scale``, ...).
+    """
+
+    metadata: dict[str, Any] = {"autoreset_mode": AutoresetMode.SAME_STEP, "render_modes": ["rgb_array"]}
+    env_class: ClassVar[type[Any]]
+    task_class: ClassVar[type[MujocoTask]]
+
+    def __init__(
+        self,
+        num_envs: int,
+        num_threads: int | None = None,
+        max_episode_steps: int | None = 1000,
+        render_mode: str | None = None,
+        **env_kwargs: Any,
+    ) -> None:
+        if num_envs < 1:
+            raise ValueError(f"num_envs must be at least 1, got {num_envs}.")
+        self.template = self.env_class(render_mode=render_mode, **env_kwargs)
+        self.model: mujoco.MjModel = self.template.model
+        self.frame_skip: int = self.template.frame_skip
+        self.task = self.task_class(self.template)
+        self.name = type(self).__name__
+        self.num_envs, self.max_episode_steps, self.render_mode = num_envs, max_episode_steps, render_mode
+        self.num_threads = resolve_num_threads(num_threads, num_envs)
+        self.single_observation_space = self.template.observation_space
+        self.single_action_space = self.template.action_space
+        self.observation_space = gym.vector.utils.batch_space(self.single_observation_space, num_envs)
+        self.action_space = gym.vector.utils.batch_space(self.single_action_space, num_envs)
+        self._datas = [mujoco.MjData(self.model) for _ in range(num_envs)]
+        self._state: State = {
+            name: np.zeros((num_envs, *np.shape(getattr(self._datas[0], name)))) for name in self.task.fields
+        }
+        self._rngs = [np_random()[0] for _ in range(num_envs)]
+        self._steps = np.zeros(num_envs, dtype=np.int64)
+        self._actions = np.zeros((num_envs, self.model.nu))
+        self._chunks = [chunk for chunk in np.array_split(np.arange(num_envs), self.num_threads) if chunk.size]
+        self._pool = ThreadPoolExecutor(len(self._chunks) - 1) if len(self._chunks) > 1 else None
+        self._needs_reset = True
+
+    # -- Gymnasium VectorEnv API ----------------------------------------------------------------
+
+    def reset(
+        self, *, seed: int | list[int | None] | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[np.ndarray, dict[str, Any]]:
+        """Reset every copy; copy ``i`` is seeded with ``seed + i`` (or ``seed[i]`` from a list)."""
+        seeds = seed if isinstance(seed, list) else [None if seed is None else seed + i for i in range(self.num_envs)]
+        if len(seeds) != self.num_envs:
+            raise ValueError(f"{self.name}: reset(seed=list) needs {self.num_envs} seeds, got {len(seeds)}.")
+        self._rngs = [np_random(s)[0] for s in seeds]
+        obs = np.stack([self._reset_copy(i) for i in range(self.num_envs)])
+        self._steps[:] = 0
+        self._needs_reset = False
+        return obs.astype(np.float32), {}
+
+    def step(self, actions: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        """Step every copy with actions ``[num_envs, action_dim]``; finished copies reset in the same call."""
+        obs, reward, terminated, truncated, final_obs = self._advance(self._checked_actions(np.asarray(actions)))
+        done = terminated | truncated
+        info: dict[str, Any] = {"final_obs": final_obs, "_final_obs": done} if done.any() else {}
+        return obs, reward, terminated, truncated, info
+
+    def step_torch(self, actions: th.Tensor) -> TorchStep:
+        """:meth:`step` for a torch action batch; the results are CPU tensors sharing NumPy's memory."""
+        checked = self._checked_actions(actions.detach().cpu().numpy())
+        obs, reward, terminated, truncated, final_obs = self._advance(checked)
+        arrays = (obs, reward.astype(np.float32), terminated, truncated, final_obs)
+        return TorchStep(*(th.from_numpy(array) for array in arrays))
+
+    def check_finite(self) -> None:
+        """Every step already checks its output; kept for the interface shared with the Brax envs."""
+
+    def render(self) -> np.ndarray | None:  # type: ignore[override]
+        """An RGB frame of copy 0 (``render_mode="rgb_array"``)."""
+        if self.render_mode != "rgb_array":
+            return None
+        mujoco.mj_copyData(self.template.data, self.model, self._datas[0])
+        return self.template.render()
+
+    def close(self, **kwargs: Any) -> None:
+        if self._pool is not None:
+            self._pool.shutdown()
+            self._pool = None
+        self.template.close()
+
+    # -- stepping -------------------------------------------------------------------------------
+
+    def _advance(self, actions: np.ndarray) -> tuple[np.ndarray, ...]:
+        if self._needs_reset:
+            raise RuntimeError(f"{self.name}: call reset() before step().")
+        before = {name: array.copy() for name, array in self._state.items()}
+        self._actions[:] = actions
+        self._simulate()
+        obs64 = self.task.observe(self._state)
+        reward, terminated = self.task.reward_and_termination(before, self._state, actions, obs64)
+        self._check_finite(obs64, reward)
+        self._steps += 1
+        limit = self.max_episode_steps
+        truncated = self._steps >= limit if limit is not None else np.zeros(self.num_envs, dtype=bool)
+        final_obs = obs64.astype(np.float32)
+        obs = final_obs.copy()
+        for index in np.flatnonzero(terminated | truncated):
+            obs[index] = self._reset_copy(int(index))
+            self._steps[index] = 0
+        return obs, reward, terminated, truncated, final_obs
+
+    def _simulate(self) -> None:
+        """Step all copies ``frame_skip`` times: one chunk per thread, the first on this thread."""
+        if self._pool is None:
+            self._step_chunk(self._chunks[0])
+            return
+        futures = [self._pool.submit(self._step_chunk, chunk) for chunk in self._chunks[1:]]
+        self._step_chunk(self._chunks[0])
+        for future in futures:
+            future.result()
+
+    def _step_chunk(self, indices: np.ndarray) -> None:
+        model, nstep, state, actions = self.model, self.frame_skip, self._state, self._actions
+        for index in indices:
+            data = self._datas[index]
+            data.ctrl[:] = actions[index]
+            mujoco.mj_step(model, data, nstep=nstep)
+            for name, array in state.items():
+                array[index] = getattr(data, name)
+
+    def _reset_copy(self, index: int) -> np.ndarray:
+        """Reset copy ``index`` as ``MujocoEnv.reset`` does; return its first observation (float32)."""
+        data = self._datas[index]
+        mujoco.mj_resetData(self.model, data)
+        data.qpos[:], data.qvel[:] = self.task.initial_state(self._rngs[index])
+        mujoco.mj_forward(self.model, data)
+        for name, array in self._state.items():
+            array[index] = getattr(data, name)
+        row = {name: array[index : index + 1] for name, array in self._state.items()}
+        return self.task.observe(row)[0].astype(np.float32)
+
+    # -- checks ---------------------------------------------------------------------------------
+
+    def _checked_actions(self, actions: np.ndarray) -> np.ndarray:
+        expected = (self.num_envs, self.model.nu)
+        if actions.shape != expected or not np.issubdtype(actions.dtype, np.floating):
+            raise ValueError(
+                f"{self.name}: actions must be a float array of shape {expected} (num_envs, action_dim), "
+                f"got {actions.dtype} {actions.shape}."
+            )
+        if not np.isfinite(actions).all():
+            rows = np.flatnonzero(~np.isfinite(actions).all(axis=1)).tolist()
+            raise ValueError(f"{self.name}: actions contain NaN or inf (copies {rows}); check the policy's output.")
+        return actions
+
+    def _check_finite(self, obs: np.ndarray, reward: np.ndarray) -> None:
+        finite = np.isfinite(obs).all(axis=1) & np.isfinite(reward)
+        if not finite.all():
+            rows = np.flatnonzero(~finite).tolist()
+            raise MujocoNonFiniteError(
+                f"{self.name}: the simulation returned NaN or inf in copies {rows} "
+                f"(episode steps {self._steps[rows].tolist()}); the physics diverged."
+            )
+
+
+class RoboInvertedPendulumVectorEnv(MujocoVectorEnv):
+    """Batched ``RoboInvertedPendulum-v0``."""
+
+    env_class = RoboInvertedPendulumEnv
+    task_class = InvertedPendulumTask
+
+
+class RoboInvertedDoublePendulumVectorEnv(MujocoVectorEnv):
+    """Batched ``RoboInvertedDoublePendulum-v0``."""
+
+    env_class = RoboInvertedDoublePendulumEnv
+    task_class = InvertedDoublePendulumTask
+
+
+class RoboHopperVectorEnv(MujocoVectorEnv):
+    """Batched ``RoboHopper-v0``."""
+
+    env_class = RoboHopperEnv
+    task_class = HopperTask

@@ -1,0 +1,148 @@
+"""Batched MuJoCo vector envs: equal to single envs step by step, autoreset, threads, bad input."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch as th
+from gymnasium.vector import AutoresetMode
+
+import roboppo_envs
+from roboppo_envs.mujoco import MujocoVectorEnv, RoboHopperVectorEnv
+from roboppo_envs.mujoco.vector_env import available_cpus
+from tests.conftest import ROBO_IDS
+
+
+def random_actions(envs: MujocoVectorEnv, rng: np.random.Generator) -> np.ndarray:
+    space = envs.single_action_space
+    return rng.uniform(space.low, space.high, size=(envs.num_envs, *space.shape)).astype(np.float32)
+
+
+@pytest.mark.parametrize("env_id", ROBO_IDS)
+def test_batch_equals_single_envs_step_by_step_across_resets(env_id: str, rng: np.random.Generator) -> None:
+    envs = gym.make_vec(env_id, num_envs=3, num_threads=2)
+    singles = [gym.make(env_id) for _ in range(3)]
+    obs, _ = envs.reset(seed=11)
+    single_obs = [env.reset(seed=11 + i)[0] for i, env in enumerate(singles)]
+    resets = 0
+    for _ in range(300):
+        np.testing.assert_array_equal(obs, np.stack(single_obs))
+        actions = random_actions(envs, rng)
+        obs, rewards, terminated, truncated, info = envs.step(actions)
+        for i, env in enumerate(singles):
+            single_obs[i], reward, term, trunc, _ = env.step(actions[i])
+            assert rewards[i] == pytest.approx(reward, rel=1e-12, abs=1e-12)
+            assert (terminated[i], truncated[i]) == (term, trunc)
+            if term or trunc:
+                np.testing.assert_array_equal(info["final_obs"][i], single_obs[i])
+                single_obs[i], _ = env.reset()
+                resets += 1
+    assert resets > 0
+
+
+def balance(obs: np.ndarray) -> np.ndarray:
+    """A PD controller that keeps the pendulum up for a whole episode; ``obs`` is ``[n, 4]``."""
+    return np.clip(obs @ np.array([[0.5], [10.0], [0.5], [2.0]]), -3, 3).astype(np.float32)
+
+
+def test_truncation_at_1000_steps_matches_time_limit() -> None:
+    kwargs = {"reset_noise_scale": 0.0}
+    envs = gym.make_vec("RoboInvertedPendulum-v0", num_envs=2, **kwargs)
+    single = gym.make("RoboInvertedPendulum-v0", **kwargs)
+    obs, _ = envs.reset(seed=0)
+    single_obs, _ = single.reset(seed=0)
+    for step in range(1, 1001):
+        actions = balance(obs)
+        obs, rewards, terminated, truncated, info = envs.step(actions)
+        single_obs, _, single_term, single_trunc, _ = single.step(actions[0])
+        assert (terminated[0], truncated[0]) == (single_term, single_trunc)
+        assert truncated.all() == (step == 1000) and not terminated.any()
+    assert rewards.tolist() == [1.0, 1.0]
+    np.testing.assert_array_equal(info["final_obs"][0], single_obs)
+    np.testing.assert_array_equal(obs[0], single.reset()[0])  # SAME_STEP: the next episode's first obs
+    assert info["_final_obs"].tolist() == [True, True]
+
+
+def test_autoreset_is_same_step_and_reports_final_observations(rng: np.random.Generator) -> None:
+    envs = gym.make_vec("RoboHopper-v0", num_envs=4)
+    assert envs.metadata["autoreset_mode"] == AutoresetMode.SAME_STEP
+    envs.reset(seed=3)
+    for _ in range(200):
+        obs, _, terminated, truncated, info = envs.step(random_actions(envs.unwrapped, rng))
+        done = terminated | truncated
+        if done.any():
+            break
+    assert done.any(), "random actions make the hopper fall within 200 steps"
+    assert info["_final_obs"].tolist() == done.tolist()
+    assert not np.array_equal(obs[done], info["final_obs"][done])
+    np.testing.assert_array_equal(obs[~done], info["final_obs"][~done])
+    assert envs.unwrapped._steps[done].tolist() == [0] * int(done.sum())
+
+
+def test_thread_count_does_not_change_results(rng: np.random.Generator) -> None:
+    one, two = (gym.make_vec("RoboHopper-v0", num_envs=5, num_threads=n) for n in (1, 2))
+    assert (one.unwrapped.num_threads, two.unwrapped.num_threads) == (1, min(2, available_cpus()))
+    np.testing.assert_array_equal(one.reset(seed=1)[0], two.reset(seed=1)[0])
+    for _ in range(50):
+        actions = random_actions(one.unwrapped, rng)
+        for a, b in zip(one.step(actions)[:4], two.step(actions)[:4], strict=True):
+            np.testing.assert_array_equal(a, b)
+
+
+def test_default_threads_follow_the_machine_and_excess_is_capped() -> None:
+    assert RoboHopperVectorEnv(num_envs=64).num_threads == available_cpus()
+    assert RoboHopperVectorEnv(num_envs=1).num_threads == 1
+    with pytest.warns(UserWarning, match="CPU cores available"):
+        envs = RoboHopperVectorEnv(num_envs=64, num_threads=available_cpus() + 7)
+    assert envs.num_threads == available_cpus()
+
+
+def test_step_torch_equals_step(rng: np.random.Generator) -> None:
+    a, b = RoboHopperVectorEnv(num_envs=3), RoboHopperVectorEnv(num_envs=3)
+    a.reset(seed=5)
+    b.reset(seed=5)
+    for _ in range(30):
+        actions = random_actions(a, rng)
+        obs, reward, terminated, truncated, _ = a.step(actions)
+        out = b.step_torch(th.from_numpy(actions))
+        np.testing.assert_array_equal(out.obs.numpy(), obs)
+        np.testing.assert_allclose(out.reward.numpy(), reward, rtol=1e-6)
+        assert out.terminated.tolist() == terminated.tolist() and out.truncated.tolist() == truncated.tolist()
+        assert out.obs.dtype == th.float32 and out.reward.dtype == th.float32
+
+
+def test_render_shows_copy_zero() -> None:
+    envs = gym.make_vec("RoboInvertedPendulum-v0", num_envs=2, render_mode="rgb_array")
+    envs.reset(seed=0)
+    frame = envs.render()
+    assert frame.ndim == 3 and frame.shape[2] == 3 and frame.std() > 0
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [({"num_envs": 0}, "num_envs must be at least 1"), ({"num_envs": 2, "num_threads": 0}, "num_threads")],
+)
+def test_bad_sizes_are_rejected(kwargs: dict, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        RoboHopperVectorEnv(**kwargs)
+
+
+def test_bad_actions_name_the_expected_shape() -> None:
+    envs = RoboHopperVectorEnv(num_envs=2)
+    with pytest.raises(RuntimeError, match="reset"):
+        envs.step(np.zeros((2, 3), np.float32))
+    envs.reset(seed=0)
+    with pytest.raises(ValueError, match=r"shape \(2, 3\)"):
+        envs.step(np.zeros((3,), np.float32))
+    bad = np.zeros((2, 3), np.float32)
+    bad[1, 2] = np.nan
+    with pytest.raises(ValueError, match=r"NaN or inf \(copies \[1\]\)"):
+        envs.step(bad)
+
+
+def test_make_vec_uses_the_batched_env_for_every_mujoco_id() -> None:
+    for env_id in ROBO_IDS:
+        assert roboppo_envs.has_vector_env(env_id)
+        assert isinstance(gym.make_vec(env_id, num_envs=2).unwrapped, MujocoVectorEnv)
+    assert not roboppo_envs.has_vector_env("CartPole-v1")
