@@ -47,7 +47,7 @@ def run_roboppo(args: argparse.Namespace, env_id: str, seed: int) -> Row:
     train_args = argparse.Namespace(
         resume=None, env=env_id, seed=seed, n_timesteps=budget, n_envs=None, device="auto", p=None, hparams=None,
         log_folder=log_folder, eval_freq=args.eval_freq, eval_episodes=args.eval_episodes,
-        save_freq=max(budget // 4, 1), no_progress_bar=True,
+        save_freq=max(budget // 4, 1), no_progress_bar=True, env_threads=None, torch_threads=None,
     )  # fmt: skip
     start = time.perf_counter()
     train(train_args)

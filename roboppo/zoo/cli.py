@@ -38,6 +38,17 @@ from roboppo.zoo.tune import tune
 USER_ERRORS = (UnknownEnvError, HparamsError, DemoError, ModelLoadError, RunFolderError, FileNotFoundError)
 
 
+def positive_int(text: str) -> int:
+    """An argparse type: an integer of at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="roboppo-zoo", description="Train, imitate and evaluate robot controllers.")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -48,6 +59,8 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument("--n-timesteps", type=int, default=None, help="env steps (default: the zoo entry's)")
     fit.add_argument("--n-envs", type=int, default=None, help="env copies (default: the zoo entry's)")
     fit.add_argument("--device", default="auto")
+    fit.add_argument("--env-threads", type=positive_int, help="worker threads of a MuJoCo batch (default: the cores)")
+    fit.add_argument("--torch-threads", type=positive_int, help="torch threads (1 is fastest for small networks)")
     fit.add_argument("-p", action="append", metavar="KEY=VALUE", help="override a hyperparameter (repeatable)")
     fit.add_argument("--hparams", type=pathlib.Path, default=None, help="a ppo.yml (default: zoo_hparams/)")
     fit.add_argument("--log-folder", type=pathlib.Path, default=pathlib.Path("runs"))

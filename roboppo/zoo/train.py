@@ -8,14 +8,17 @@ import sys
 import time
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
+import torch as th
 from stable_baselines3.common.callbacks import CheckpointCallback, EvalCallback
 from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.logger import CSVOutputFormat, Logger, make_output_format
 
+import roboppo_envs
 from roboppo.common.env_util import check_env_id, make_env_from_id
 from roboppo.ppo import PPO
-from roboppo.zoo.hparams import load_ppo_hparams, parse_overrides
+from roboppo.zoo.hparams import HparamsError, load_ppo_hparams, parse_overrides
 from roboppo.zoo.runs import CHECKPOINTS, latest_checkpoint, model_file, read_config, write_config
 
 
@@ -33,6 +36,8 @@ def train(args: argparse.Namespace) -> int:
         "n_timesteps": args.n_timesteps or entry.n_timesteps,
         "n_envs": args.n_envs or entry.n_envs,
         "device": args.device,
+        "env_threads": args.env_threads,
+        "torch_threads": args.torch_threads,
         "eval_freq": args.eval_freq,
         "eval_episodes": args.eval_episodes,
         "save_freq": args.save_freq,
@@ -40,7 +45,11 @@ def train(args: argparse.Namespace) -> int:
         "overrides": overrides,
     }
     run_dir = args.log_folder / f"ppo_{args.env}_seed{args.seed}_{time.strftime('%Y%m%d-%H%M%S')}"
-    model = PPO("MlpPolicy", args.env, n_envs=config["n_envs"], seed=args.seed, device=args.device, **entry.ppo_kwargs)
+    env_kwargs = _apply_threads(config)
+    model = PPO(
+        "MlpPolicy", args.env, n_envs=config["n_envs"], env_kwargs=env_kwargs, seed=args.seed, device=args.device,
+        **entry.ppo_kwargs,
+    )  # fmt: skip
     write_config(run_dir, config, sys.argv)
     return _learn(model, run_dir, config, progress_bar=not args.no_progress_bar)
 
@@ -49,10 +58,22 @@ def resume(run_dir: pathlib.Path, progress_bar: bool = True) -> int:
     """Continue a run from its latest checkpoint with the same settings, step count and logs."""
     config = read_config(run_dir)
     checkpoint = latest_checkpoint(run_dir)
-    env = make_env_from_id(config["env"], n_envs=config["n_envs"], seed=config["seed"] + 1)
+    env_kwargs = _apply_threads(config)
+    env = make_env_from_id(config["env"], n_envs=config["n_envs"], seed=config["seed"] + 1, env_kwargs=env_kwargs)
     model = PPO.load(checkpoint, env=env, device=config.get("device", "auto"))
     print(f"Resuming {run_dir} from {checkpoint.name} ({model.num_timesteps:,} of {config['n_timesteps']:,} steps)")
     return _learn(model, run_dir, config, progress_bar=progress_bar)
+
+
+def _apply_threads(config: dict[str, Any]) -> dict[str, Any] | None:
+    """Set torch's thread count from the run's config; return the env kwargs for the worker threads."""
+    if config.get("torch_threads") is not None:
+        th.set_num_threads(config["torch_threads"])
+    if config.get("env_threads") is None:
+        return None
+    if not isinstance(gym.spec(config["env"]).vector_entry_point, str) or roboppo_envs.is_brax_id(config["env"]):
+        raise HparamsError(f"--env-threads applies to roboppo's MuJoCo ids, not to {config['env']}.")
+    return {"num_threads": config["env_threads"]}
 
 
 def _learn(model: PPO, run_dir: pathlib.Path, config: dict[str, Any], progress_bar: bool) -> int:

@@ -89,6 +89,7 @@ def test_plot_writes_a_png(run_dir: pathlib.Path, tmp_path: pathlib.Path) -> Non
         (["gail", "--env", "Nope-v0", "--demos", "x.npz"], "unknown environment id 'Nope-v0'"),
         (["gail", "--env", ENV, "--demos", "missing.npz"], "missing.npz: demonstration file not found"),
         (["collect-demos", "--model", "nothing.zip", "--env", ENV, "--out", "d.npz"], "model file not found"),
+        (["train", "--env", "RoboAnt-v0", "--env-threads", "2"], "--env-threads applies to roboppo's MuJoCo ids"),
     ],
 )
 def test_bad_input_exits_2_and_writes_nothing(
@@ -103,6 +104,29 @@ def test_bad_input_exits_2_and_writes_nothing(
     err = capsys.readouterr().err
     assert err.startswith("error: ") and message in err and err.count("\n") == 1
     assert list(tmp_path.iterdir()) == []
+
+
+def test_thread_options_reach_the_run(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from roboppo_envs.mujoco import MujocoVectorEnv
+
+    built: list[int] = []
+    original = MujocoVectorEnv.__init__
+
+    def spy(self: MujocoVectorEnv, *args: object, **kwargs: object) -> None:
+        original(self, *args, **kwargs)  # type: ignore[arg-type]
+        built.append(self.num_threads)
+
+    monkeypatch.setattr(MujocoVectorEnv, "__init__", spy)
+    run = train(tmp_path, "--n-envs", "2", "--env-threads", "1", "--torch-threads", "1")
+    config = yaml.safe_load((run / "config.yml").read_text())
+    assert (config["env_threads"], config["torch_threads"]) == (1, 1)
+    assert built[0] == 1  # the training batch; the evaluation env has one copy anyway
+
+
+def test_thread_counts_below_one_are_refused(capsys: pytest.CaptureFixture) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["train", "--env", ENV, "--env-threads", "0"])
+    assert exit_info.value.code == 2 and "must be at least 1, got 0" in capsys.readouterr().err
 
 
 def test_unknown_subcommand_exits_2(capsys: pytest.CaptureFixture) -> None:
