@@ -33,6 +33,7 @@ PPO_KEYS: dict[str, tuple[type, ...]] = {
     "learning_rate": (int, float, dict),
     "target_kl": (int, float),
     "normalize_advantage": (bool,),
+    "reward_scale": (int, float),
     "policy_kwargs": (dict,),
 }
 POLICY_KEYS: dict[str, tuple[type, ...]] = {
