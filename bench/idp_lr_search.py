@@ -1,0 +1,45 @@
+"""Learning-rate settings for the double pendulum's zoo entry: 3 seeds each, 150k steps.
+
+Every setting keeps the rest of the entry (8 envs x 64 steps, minibatch 128, 10 epochs) and is
+scored by 10 deterministic episodes on a separate env after training.
+
+    python bench/idp_lr_search.py lr1e-3 lr1e-3lin 16env_lr1e-3 lr2e-3lin
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import torch as th
+from stable_baselines3.common.evaluation import evaluate_policy
+
+from roboppo import PPO
+from roboppo.common.env_util import make_env_from_id
+from roboppo.zoo.hparams import LinearSchedule
+
+ENV = "RoboInvertedDoublePendulum-v0"
+BASE: dict[str, Any] = {"n_steps": 64, "batch_size": 128, "n_epochs": 10, "gamma": 0.99, "gae_lambda": 0.95}
+SETTINGS: dict[str, dict[str, Any]] = {
+    "lr5e-4": {"learning_rate": 5e-4},
+    "lr1e-3": {"learning_rate": 1e-3},
+    "lr1e-3lin": {"learning_rate": LinearSchedule(1e-3)},
+    "16env_lr1e-3": {"learning_rate": 1e-3, "n_steps": 32},
+    "lr2e-3lin": {"learning_rate": LinearSchedule(2e-3)},
+}
+
+
+def main() -> None:
+    th.set_num_threads(1)
+    for name in sys.argv[1:] or list(SETTINGS):
+        n_envs = 16 if name.startswith("16env") else 8
+        for seed in (0, 1, 2):
+            env = make_env_from_id(ENV, n_envs=n_envs, seed=seed, env_kwargs={"num_threads": 1})
+            model = PPO("MlpPolicy", env, clip_range=0.2, seed=seed, **(BASE | SETTINGS[name]))
+            model.learn(150_000)
+            mean_return, _ = evaluate_policy(model, make_env_from_id(ENV, n_envs=1, seed=99), n_eval_episodes=10)
+            print(name, seed, round(mean_return), flush=True)
+
+
+if __name__ == "__main__":
+    main()
