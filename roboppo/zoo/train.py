@@ -8,7 +8,6 @@ import sys
 import time
 from typing import Any
 
-import gymnasium as gym
 import numpy as np
 import torch as th
 from stable_baselines3.common.callbacks import CheckpointCallback, EvalCallback
@@ -71,7 +70,7 @@ def _apply_threads(config: dict[str, Any]) -> dict[str, Any] | None:
         th.set_num_threads(config["torch_threads"])
     if config.get("env_threads") is None:
         return None
-    if not isinstance(gym.spec(config["env"]).vector_entry_point, str) or roboppo_envs.is_brax_id(config["env"]):
+    if not roboppo_envs.has_vector_env(config["env"]) or roboppo_envs.is_brax_id(config["env"]):
         raise HparamsError(f"--env-threads applies to roboppo's MuJoCo ids, not to {config['env']}.")
     return {"num_threads": config["env_threads"]}
 
