@@ -134,7 +134,7 @@ class MujocoVectorEnv(VectorEnv):
         obs = np.stack([self._reset_copy(i) for i in range(self.num_envs)])
         self._steps[:] = 0
         self._needs_reset = False
-        return obs.astype(np.float32), {}
+        return obs, {}
 
     def step(self, actions: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         """Step every copy with actions ``[num_envs, action_dim]``; finished copies reset in the same call."""
@@ -198,13 +198,17 @@ class MujocoVectorEnv(VectorEnv):
             future.result()
 
     def _step_chunk(self, indices: np.ndarray) -> None:
-        model, nstep, state, actions = self.model, self.frame_skip, self._state, self._actions
+        model, nstep, actions = self.model, self.frame_skip, self._actions
         for index in indices:
             data = self._datas[index]
             data.ctrl[:] = actions[index]
             mujoco.mj_step(model, data, nstep=nstep)
-            for name, array in state.items():
-                array[index] = getattr(data, name)
+            self._gather(index, data)
+
+    def _gather(self, index: int, data: mujoco.MjData) -> None:
+        """Copy the fields the task reads from copy ``index``'s ``MjData`` into the batch arrays."""
+        for name, array in self._state.items():
+            array[index] = getattr(data, name)
 
     def _reset_copy(self, index: int) -> np.ndarray:
         """Reset copy ``index`` as ``MujocoEnv.reset`` does; return its first observation (float32)."""
@@ -212,8 +216,7 @@ class MujocoVectorEnv(VectorEnv):
         mujoco.mj_resetData(self.model, data)
         data.qpos[:], data.qvel[:] = self.task.initial_state(self._rngs[index])
         mujoco.mj_forward(self.model, data)
-        for name, array in self._state.items():
-            array[index] = getattr(data, name)
+        self._gather(index, data)
         row = {name: array[index : index + 1] for name, array in self._state.items()}
         return self.task.observe(row)[0].astype(np.float32)
 
