@@ -3,7 +3,9 @@
 Runs ``roboppo.gail.GAILTrainer`` with the env's ``zoo_hparams/gail.yml`` entry for several seeds,
 evaluating the generator (deterministic, on the plain env) every ``--eval-every`` steps, and
 prints per seed the first step at which it reached ``--target`` of the expert's return, the best
-and the final return.
+and the final return, and the mean over seeds. Seeds train in parallel processes (``--jobs``, torch
+on one thread each); with ``--out`` the curves are also drawn next to the table (``.png``) and each
+final generator is saved under ``runs/gail_curve/``.
 
     python bench/gail_curve.py --env RoboInvertedPendulum-v0 --demos demos/pendulum.npz --seeds 3
 """
@@ -11,8 +13,10 @@ and the final return.
 from __future__ import annotations
 
 import argparse
+import multiprocessing
 import pathlib
 import time
+from typing import Any
 
 import numpy as np
 import torch as th
@@ -24,7 +28,8 @@ from roboppo.gail import GAILTrainer, load_demonstrations
 from roboppo.zoo.hparams import load_gail_hparams
 
 
-def run_seed(args: argparse.Namespace, seed: int, expert_return: float) -> dict[str, float]:
+def run_seed(args: argparse.Namespace, seed: int, expert_return: float) -> dict[str, Any]:
+    th.set_num_threads(1)
     entry = load_gail_hparams(args.env)
     demos = load_demonstrations(args.demos, args.env)
     trainer = GAILTrainer(
@@ -33,11 +38,13 @@ def run_seed(args: argparse.Namespace, seed: int, expert_return: float) -> dict[
     eval_env = make_env_from_id(args.env, seed=10_000 + seed)
     budget = args.n_timesteps or entry.n_timesteps
     reached, best, final, start = float("nan"), -np.inf, -np.inf, time.perf_counter()
+    curve: list[tuple[int, float]] = []
     while trainer.generator.num_timesteps < budget:
         trainer.train(max(args.eval_every, trainer.steps_per_round))
         final = float(evaluate_policy(trainer.generator, eval_env, n_eval_episodes=args.eval_episodes)[0])
         best = max(best, final)
         steps = trainer.generator.num_timesteps
+        curve.append((steps, final))
         print(
             f"seed {seed}: {steps:>9,} steps  return {final:9.1f}  ({final / expert_return:.3f} of expert)", flush=True
         )
@@ -45,11 +52,32 @@ def run_seed(args: argparse.Namespace, seed: int, expert_return: float) -> dict[
             reached = steps
             if args.stop_at_target:
                 break
+    if args.out is not None:
+        trainer.save(pathlib.Path("runs/gail_curve") / f"{args.env}_seed{seed}")
     return {"reached": reached, "best": best, "final": final, "steps": trainer.generator.num_timesteps,
-            "seconds": time.perf_counter() - start}  # fmt: skip
+            "seconds": time.perf_counter() - start, "curve": curve}  # fmt: skip
 
 
-def row(seed: int, result: dict[str, float], expert: float) -> str:
+def plot(results: list[dict[str, Any]], expert: float, title: str, path: pathlib.Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for seed, result in enumerate(results):
+        steps, returns = zip(*result["curve"], strict=True)
+        ax.plot(steps, returns, marker=".", label=f"seed {seed}")
+    ax.axhline(expert, color="black", linestyle="--", label="expert")
+    ax.axhline(0.9 * expert, color="gray", linestyle=":", label="90% of expert")
+    ax.set(xlabel="generator env steps", ylabel="evaluation return", title=title)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def row(seed: int, result: dict[str, Any], expert: float) -> str:
     reached = "not reached" if np.isnan(result["reached"]) else f"{result['reached']:,.0f}"
     final = f"{result['final']:,.1f} ({result['final'] / expert:.3f})"
     return (
@@ -67,13 +95,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--eval-episodes", type=int, default=10)
     parser.add_argument("--target", type=float, default=0.95, help="fraction of the expert's return")
     parser.add_argument("--stop-at-target", action="store_true")
+    parser.add_argument("--jobs", type=int, default=1, help="seeds trained at once, one process each")
     parser.add_argument("--out", type=pathlib.Path, default=None)
     args = parser.parse_args(argv)
-    th.set_num_threads(1)
     returns = load_demonstrations(args.demos, args.env).episode_returns
     assert returns is not None, "the demonstrations carry no rewards, so there is no expert return to compare with"
     expert = float(returns.mean())
-    rows = [run_seed(args, seed, expert) for seed in range(args.seeds)]
+    with multiprocessing.get_context("spawn").Pool(args.jobs) as pool:
+        rows = pool.starmap(run_seed, [(args, seed, expert) for seed in range(args.seeds)])
+    finals = np.array([r["final"] for r in rows])
     lines = [
         f"GAIL on {args.env}, {len(returns)} expert episodes averaging {expert:,.1f}; "
         f"evaluation every {args.eval_every:,} steps, {args.eval_episodes} deterministic episodes",
@@ -81,8 +111,13 @@ def main(argv: list[str] | None = None) -> None:
         f"| seed | steps to {args.target:.0%} of expert | best return | final return (fraction) | steps | seconds |",
         "|---:|---:|---:|---:|---:|---:|",
         *(row(seed, r, expert) for seed, r in enumerate(rows)),
+        "",
+        f"Final return over seeds: {finals.mean():,.1f} ± {finals.std():,.1f} "
+        f"({finals.mean() / expert:.3f} of the expert's return).",
     ]
     publish("\n".join(lines), args.out)
+    if args.out is not None:
+        plot(rows, expert, f"GAIL on {args.env}", args.out.with_suffix(".png"))
 
 
 if __name__ == "__main__":

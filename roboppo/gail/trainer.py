@@ -53,6 +53,22 @@ def make_gail_venv(env_id: str, n_envs: int, seed: int) -> VecEnv:
     return DummyVecEnv([make(i) for i in range(n_envs)])
 
 
+def build_reward_net(
+    observation_space: gym.Space, action_space: gym.Space, kwargs: dict[str, Any], spectral_norm: bool
+) -> BasicRewardNet:
+    """imitation's ``BasicRewardNet`` with running input normalization, optionally spectrally normalized."""
+    net = BasicRewardNet(observation_space, action_space, normalize_input_layer=RunningNorm, **kwargs)
+    return add_spectral_norm(net) if spectral_norm else net
+
+
+def add_spectral_norm(module: BasicRewardNet) -> BasicRewardNet:
+    """Spectral normalization (Miyato et al. 2018) on every ``nn.Linear`` inside ``module``."""
+    for layer in list(module.modules()):
+        if isinstance(layer, th.nn.Linear):
+            th.nn.utils.parametrizations.spectral_norm(layer)
+    return module
+
+
 class GAILTrainer:
     """Train a roboppo PPO policy to imitate demonstrations with imitation's GAIL.
 
@@ -64,7 +80,11 @@ class GAILTrainer:
     :param demo_batch_size: expert transitions per discriminator batch (as many generator ones join).
     :param n_disc_updates_per_round: discriminator steps after each generator rollout.
     :param disc_lr: discriminator learning rate (Adam).
-    :param reward_net_kwargs: keyword arguments for imitation's ``BasicRewardNet`` (``hid_sizes``, ...).
+    :param reward_net_kwargs: keyword arguments for imitation's ``BasicRewardNet`` (``hid_sizes``,
+        ``use_action``, ...).
+    :param disc_spectral_norm: spectral normalization on every linear layer of the reward network, so
+        the discriminator's logit changes at most in proportion to the (normalized) input: it cannot
+        separate nearby expert and generator states sharply, and its reward stays smooth.
     :param log_dir: TensorBoard and CSV logs (``disc/*`` next to ``gen/*``); None: no files.
     """
 
@@ -80,15 +100,19 @@ class GAILTrainer:
         n_disc_updates_per_round: int = 4,
         disc_lr: float = 3e-4,
         reward_net_kwargs: dict[str, Any] | None = None,
+        disc_spectral_norm: bool = False,
         log_dir: str | os.PathLike[str] | None = None,
     ) -> None:
         self.env_id = env_id
         self.venv = make_gail_venv(env_id, n_envs, seed)
         self.generator = PPO("MlpPolicy", self.venv, seed=seed, **(ppo_kwargs or {}))
-        self.reward_net = BasicRewardNet(
-            self.venv.observation_space, self.venv.action_space, normalize_input_layer=RunningNorm,
-            **(reward_net_kwargs or {}),
-        )  # fmt: skip
+        self._reward_net_spec: dict[str, Any] = {
+            "observation_space": self.venv.observation_space,
+            "action_space": self.venv.action_space,
+            "kwargs": dict(reward_net_kwargs or {}),
+            "spectral_norm": disc_spectral_norm,
+        }
+        self.reward_net = build_reward_net(**self._reward_net_spec)
         formats = ["tensorboard", "csv"] if log_dir is not None else []
         self.logger = imitation_logger.configure(str(log_dir) if log_dir else None, format_strs=formats)
         self.gail = GAIL(
@@ -118,12 +142,16 @@ class GAILTrainer:
         return self
 
     def save(self, folder: str | os.PathLike[str]) -> pathlib.Path:
-        """Write ``generator.zip`` (loadable by ``roboppo.PPO.load``) and ``reward_net.pt`` into ``folder``."""
+        """Write ``generator.zip`` (loadable by ``roboppo.PPO.load``) and ``reward_net.pt`` into ``folder``.
+
+        The reward network is stored as its construction arguments and ``state_dict`` (a spectrally
+        normalized module cannot be pickled whole).
+        """
         target = pathlib.Path(folder)
         target.mkdir(parents=True, exist_ok=True)
         self.generator.save(target / GENERATOR_FILE)
         partial = target / f".{REWARD_NET_FILE}.partial"
-        th.save(self.reward_net, partial)
+        th.save({**self._reward_net_spec, "state_dict": self.reward_net.state_dict()}, partial)
         os.replace(partial, target / REWARD_NET_FILE)
         return target
 
@@ -132,7 +160,10 @@ class GAILTrainer:
         """The generator and the reward network saved by :meth:`save`."""
         source = pathlib.Path(folder)
         generator = PPO.load(source / GENERATOR_FILE)
-        reward_net = th.load(source / REWARD_NET_FILE, weights_only=False)
+        saved = th.load(source / REWARD_NET_FILE, weights_only=False)
+        state_dict = saved.pop("state_dict")
+        reward_net = build_reward_net(**saved)
+        reward_net.load_state_dict(state_dict)
         return generator, reward_net
 
 

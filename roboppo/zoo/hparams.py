@@ -115,6 +115,9 @@ GAIL_KEYS: dict[str, tuple[type, ...]] = {
     "n_disc_updates_per_round": (int,),
     "disc_lr": (int, float),
     "reward_hid_sizes": (list,),
+    "reward_use_action": (bool,),
+    "reward_use_next_state": (bool,),
+    "disc_spectral_norm": (bool,),
     "ppo": (dict,),
 }
 
@@ -129,11 +132,16 @@ def load_gail_hparams(env_id: str, path: str | pathlib.Path | None = None) -> Ga
         if key in ppo_kwargs:
             raise HparamsError(f"{where} ppo: key {key!r} belongs at the entry's top level, not under ppo.")
     trainer_kwargs: dict[str, Any] = {}
-    for key in ("demo_batch_size", "n_disc_updates_per_round", "disc_lr"):
+    for key in ("demo_batch_size", "n_disc_updates_per_round", "disc_lr", "disc_spectral_norm"):
         if key in settings:
             trainer_kwargs[key] = settings[key]
+    reward_net_kwargs = {
+        key: settings[f"reward_{key}"] for key in ("use_action", "use_next_state") if f"reward_{key}" in settings
+    }
     if "reward_hid_sizes" in settings:
-        trainer_kwargs["reward_net_kwargs"] = {"hid_sizes": tuple(int(n) for n in settings["reward_hid_sizes"])}
+        reward_net_kwargs["hid_sizes"] = tuple(int(n) for n in settings["reward_hid_sizes"])
+    if reward_net_kwargs:
+        trainer_kwargs["reward_net_kwargs"] = reward_net_kwargs
     return GailEntry(
         env_id=env_id,
         n_timesteps=int(settings.get("n_timesteps", 1_000_000)),

@@ -65,11 +65,19 @@ def test_gail_entries_validate_and_split_trainer_and_ppo_keywords(tmp_path: path
     entry = load_gail_hparams("RoboHopper-v0")
     assert entry.trainer_kwargs["n_disc_updates_per_round"] >= 1 and "n_steps" in entry.ppo_kwargs
     path = tmp_path / "gail.yml"
-    path.write_text("MyEnv-v0:\n  reward_hid_sizes: [16, 16]\n  ppo: {n_steps: 32}\n")
+    path.write_text(
+        "MyEnv-v0:\n  reward_hid_sizes: [16, 16]\n  reward_use_action: false\n  disc_spectral_norm: true\n"
+        "  ppo: {n_steps: 32}\n"
+    )
     custom = load_gail_hparams("MyEnv-v0", path)
-    assert custom.trainer_kwargs == {"reward_net_kwargs": {"hid_sizes": (16, 16)}} and custom.ppo_kwargs == {
-        "n_steps": 32
+    assert custom.trainer_kwargs == {
+        "disc_spectral_norm": True,
+        "reward_net_kwargs": {"use_action": False, "hid_sizes": (16, 16)},
     }
+    assert custom.ppo_kwargs == {"n_steps": 32}
+    path.write_text("MyEnv-v0:\n  reward_use_action: 0\n")
+    with pytest.raises(HparamsError, match=r"key 'reward_use_action' must be bool, got 0"):
+        load_gail_hparams("MyEnv-v0", path)
     path.write_text("MyEnv-v0:\n  ppo: {n_envs: 4}\n")
     with pytest.raises(HparamsError, match=r"ppo: key 'n_envs' belongs at the entry's top level"):
         load_gail_hparams("MyEnv-v0", path)
