@@ -23,6 +23,7 @@ def test_shipped_file_has_an_entry_per_robo_env() -> None:
     hopper = load_ppo_hparams("RoboHopper-v0")
     assert hopper.ppo_kwargs["policy_kwargs"] == {"log_std_init": -1.0}
     assert hopper.ppo_kwargs["clip_range"](0.5) == pytest.approx(0.1)  # decays linearly to 0
+    assert hopper.ppo_kwargs["reward_scale"] == 0.1
     ant = load_ppo_hparams("RoboAnt-v0")
     assert ant.ppo_kwargs["reward_scale"] == 0.1 and ant.ppo_kwargs["policy_kwargs"]["activation_fn"] is nn.SiLU
     assert default_hparams_file().name == "ppo.yml"
