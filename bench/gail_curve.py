@@ -32,11 +32,12 @@ def run_seed(args: argparse.Namespace, seed: int, expert_return: float) -> dict[
     th.set_num_threads(1)
     entry = load_gail_hparams(args.env)
     demos = load_demonstrations(args.demos, args.env)
-    trainer = GAILTrainer(
-        args.env, demos, n_envs=entry.n_envs, seed=seed, ppo_kwargs=entry.ppo_kwargs, **entry.trainer_kwargs
-    )
-    eval_env = make_env_from_id(args.env, seed=10_000 + seed)
     budget = args.n_timesteps or entry.n_timesteps
+    trainer = GAILTrainer(
+        args.env, demos, n_envs=entry.n_envs, seed=seed, ppo_kwargs=entry.ppo_kwargs, schedule_timesteps=budget,
+        **entry.trainer_kwargs,
+    )  # fmt: skip
+    eval_env = make_env_from_id(args.env, seed=10_000 + seed)
     reached, best, final, start = float("nan"), -np.inf, -np.inf, time.perf_counter()
     curve: list[tuple[int, float]] = []
     while trainer.generator.num_timesteps < budget:

@@ -25,6 +25,8 @@ from imitation.rewards.reward_nets import BasicRewardNet
 from imitation.util import logger as imitation_logger
 from imitation.util.networks import RunningNorm
 from stable_baselines3.common.monitor import Monitor
+from stable_baselines3.common.type_aliases import Schedule
+from stable_baselines3.common.utils import FloatSchedule
 from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv
 from tqdm.auto import trange
 
@@ -51,6 +53,22 @@ def make_gail_venv(env_id: str, n_envs: int, seed: int) -> VecEnv:
         return thunk
 
     return DummyVecEnv([make(i) for i in range(n_envs)])
+
+
+class RunSchedule:
+    """A generator schedule (learning rate, clip range) read on the progress of the whole GAIL run.
+
+    imitation calls the generator's ``learn`` once per round, and SB3 measures a schedule's progress
+    within one ``learn`` call, so a linear schedule would start over every round. The trainer sets
+    :attr:`remaining` (1 at the start of the run, 0 at its end) instead.
+    """
+
+    def __init__(self, schedule: Schedule) -> None:
+        self.schedule = schedule
+        self.remaining = 1.0
+
+    def __call__(self, _progress_remaining_in_round: float) -> float:
+        return float(self.schedule(self.remaining))
 
 
 def build_reward_net(
@@ -80,6 +98,8 @@ class GAILTrainer:
     :param demo_batch_size: expert transitions per discriminator batch (as many generator ones join).
     :param n_disc_updates_per_round: discriminator steps after each generator rollout.
     :param disc_lr: discriminator learning rate (Adam).
+    :param schedule_timesteps: generator env steps over which the generator's learning-rate and
+        clip-range schedules run from start to end; default: each :meth:`train` call's budget.
     :param reward_net_kwargs: keyword arguments for imitation's ``BasicRewardNet`` (``hid_sizes``,
         ``use_action``, ...).
     :param disc_spectral_norm: spectral normalization on every linear layer of the reward network, so
@@ -99,6 +119,7 @@ class GAILTrainer:
         demo_batch_size: int = 256,
         n_disc_updates_per_round: int = 4,
         disc_lr: float = 3e-4,
+        schedule_timesteps: int | None = None,
         reward_net_kwargs: dict[str, Any] | None = None,
         disc_spectral_norm: bool = False,
         log_dir: str | os.PathLike[str] | None = None,
@@ -106,6 +127,12 @@ class GAILTrainer:
         self.env_id = env_id
         self.venv = make_gail_venv(env_id, n_envs, seed)
         self.generator = PPO("MlpPolicy", self.venv, seed=seed, **(ppo_kwargs or {}))
+        self.schedule_timesteps = schedule_timesteps
+        self.schedules = (
+            RunSchedule(self.generator.lr_schedule),
+            RunSchedule(FloatSchedule(self.generator.clip_range)),
+        )
+        self.generator.lr_schedule, self.generator.clip_range = self.schedules
         self._reward_net_spec: dict[str, Any] = {
             "observation_space": self.venv.observation_space,
             "action_space": self.venv.action_space,
@@ -134,7 +161,11 @@ class GAILTrainer:
     def train(self, total_timesteps: int, progress_bar: bool = False) -> GAILTrainer:
         """Alternate generator rollouts/updates and discriminator updates for ``total_timesteps`` env steps."""
         rounds = max(total_timesteps // self.steps_per_round, 1)
+        first = 0 if self.schedule_timesteps else self.generator.num_timesteps
+        horizon = self.schedule_timesteps or rounds * self.steps_per_round
         for _ in trange(rounds, desc="GAIL rounds", disable=not progress_bar):
+            for schedule in self.schedules:
+                schedule.remaining = max(1.0 - (self.generator.num_timesteps - first) / horizon, 0.0)
             self.gail.train_gen(self.steps_per_round)
             for _ in range(self.gail.n_disc_updates_per_round):
                 self.gail.train_disc()

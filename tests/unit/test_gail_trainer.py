@@ -1,4 +1,4 @@
-"""GAILTrainer's spectrally normalized discriminator, and saving it."""
+"""GAILTrainer: the spectrally normalized discriminator, saving it, and generator schedules over the run."""
 
 from __future__ import annotations
 
@@ -9,7 +9,9 @@ import pytest
 import torch as th
 
 from roboppo.gail import GAILTrainer, load_demonstrations, save_demonstrations
+from roboppo.gail.demos import Demonstrations
 from roboppo.gail.trainer import collect_demonstrations
+from roboppo.zoo.hparams import LinearSchedule
 
 ENV = "RoboInvertedPendulum-v0"
 
@@ -22,10 +24,14 @@ class ZeroPolicy:
 
 
 @pytest.fixture(scope="module")
-def trainer(tmp_path_factory: pytest.TempPathFactory) -> GAILTrainer:
+def demos(tmp_path_factory: pytest.TempPathFactory) -> Demonstrations:
     path = tmp_path_factory.mktemp("demos") / "zero.npz"
     save_demonstrations(path, collect_demonstrations(ZeroPolicy(), ENV, n_episodes=3), ENV)  # type: ignore[arg-type]
-    demos = load_demonstrations(path, ENV)
+    return load_demonstrations(path, ENV)
+
+
+@pytest.fixture(scope="module")
+def trainer(demos: Demonstrations) -> GAILTrainer:
     ppo_kwargs = {"n_steps": 32, "batch_size": 64, "n_epochs": 1}
     trainer = GAILTrainer(
         ENV, demos, n_envs=2, seed=0, ppo_kwargs=ppo_kwargs, demo_batch_size=32,
@@ -56,3 +62,21 @@ def test_save_and_load_keep_the_spectrally_normalized_reward_net(trainer: GAILTr
     obs = batch()[0]
     actions = generator.predict(obs, deterministic=True)[0]
     np.testing.assert_allclose(actions, trainer.generator.predict(obs, deterministic=True)[0])
+
+
+@pytest.mark.parametrize("schedule_timesteps", [None, 1024])
+def test_generator_schedules_run_over_the_whole_gail_run(demos: Demonstrations, schedule_timesteps: int | None) -> None:
+    """imitation calls ``learn`` once per round; the learning rate must still fall over the whole run."""
+    ppo_kwargs = {"n_steps": 32, "batch_size": 64, "n_epochs": 1, "learning_rate": LinearSchedule(1e-3)}
+    trainer = GAILTrainer(
+        ENV, demos, n_envs=2, seed=0, ppo_kwargs=ppo_kwargs, demo_batch_size=32, schedule_timesteps=schedule_timesteps
+    )
+    optimizer = trainer.generator.policy.optimizer
+    if schedule_timesteps is None:
+        trainer.train(1024)  # 16 rounds of 64 steps: the last one starts at 960 of 1,024
+        assert optimizer.param_groups[0]["lr"] == pytest.approx(1e-3 * (1 - 960 / 1024))
+    else:
+        for _ in range(2):
+            trainer.train(256)  # chunks of one run: the last round starts at 448 of 1,024
+        assert optimizer.param_groups[0]["lr"] == pytest.approx(1e-3 * (1 - 448 / 1024))
+        assert trainer.generator.clip_range(1.0) == pytest.approx(0.2)  # constant stays constant
