@@ -164,8 +164,9 @@ class GAILTrainer:
         first = 0 if self.schedule_timesteps else self.generator.num_timesteps
         horizon = self.schedule_timesteps or rounds * self.steps_per_round
         for _ in trange(rounds, desc="GAIL rounds", disable=not progress_bar):
+            remaining = max(1.0 - (self.generator.num_timesteps - first) / horizon, 0.0)
             for schedule in self.schedules:
-                schedule.remaining = max(1.0 - (self.generator.num_timesteps - first) / horizon, 0.0)
+                schedule.remaining = remaining
             self.gail.train_gen(self.steps_per_round)
             for _ in range(self.gail.n_disc_updates_per_round):
                 self.gail.train_disc()
