@@ -6,7 +6,9 @@ For each env and minibatch size, one run of this script measures, in a fresh chi
 (a) physics limit: ``gym.make_vec(id, num_envs=N)`` (roboppo's batched MuJoCo env) stepped with
     zero actions, no policy;
 (b) roboppo PPO end to end (``PPO("MlpPolicy", id, n_envs=N)``: batched env, rollouts as torch
-    tensors, lean training loop);
+    tensors, every epoch and minibatch of a rollout trained in one compiled JAX call);
+(b') the same with ``train_backend="torch"`` (the PyTorch training loop), to show what the
+    compiled update contributes;
 (c) stock Stable-Baselines3 PPO, ``MlpPolicy`` on the Gymnasium v5 env in a ``DummyVecEnv`` of N
     ``Monitor``-wrapped copies, same hyperparameters;
 (d) where (b)'s time goes: env stepping, policy inference and rollout bookkeeping, training.
@@ -81,15 +83,22 @@ def _timed(obj: Any, name: str, clock: dict[str, float]) -> None:
 
 
 def ppo_run(system: str, env_id: str, n_envs: int, batch_size: int, rollouts: int, threads: int | None = None) -> dict:
-    """(b) or (c): steps per second over ``rollouts`` timed rollouts, with (b)'s phase breakdown."""
+    """(b), (b') or (c): steps per second over ``rollouts`` timed rollouts, with the phase breakdown.
+
+    :param system: ``"roboppo"`` (b), ``"roboppo-torch"`` (b') or ``"sb3"`` (c).
+    """
     from stable_baselines3 import PPO as SB3PPO
     from stable_baselines3.common.env_util import make_vec_env
 
     from roboppo import PPO
 
-    if system == "roboppo":
+    if system.startswith("roboppo"):
         env_kwargs = None if threads is None else {"num_threads": threads}
-        model = PPO("MlpPolicy", env_id, n_envs=n_envs, env_kwargs=env_kwargs, seed=0, **hparams(batch_size))
+        backend = "torch" if system == "roboppo-torch" else "auto"
+        model = PPO(
+            "MlpPolicy", env_id, n_envs=n_envs, env_kwargs=env_kwargs, seed=0, train_backend=backend,
+            **hparams(batch_size),
+        )  # fmt: skip
     else:
         model = SB3PPO("MlpPolicy", make_vec_env(TWINS[env_id], n_envs=n_envs, seed=0), seed=0, **hparams(batch_size))
     rollout_steps = n_envs * model.n_steps
@@ -97,7 +106,7 @@ def ppo_run(system: str, env_id: str, n_envs: int, batch_size: int, rollouts: in
     clock = {"collect_rollouts": 0.0, "train": 0.0, "step_torch": 0.0}
     _timed(model, "collect_rollouts", clock)
     _timed(model, "train", clock)
-    vector_env = model.device_vector_env() if system == "roboppo" else None
+    vector_env = model.device_vector_env() if system.startswith("roboppo") else None
     if vector_env is not None:
         _timed(vector_env, "step_torch", clock)
     start = time.perf_counter()
@@ -148,18 +157,20 @@ def main_table(args: argparse.Namespace) -> str:
     lines = [
         f"{args.n_envs} envs, 128 steps per env and rollout, 10 epochs; {args.rollouts} timed rollouts.",
         "",
-        "| env | batch | (a) physics steps/s | (b) roboppo steps/s | (c) stock SB3 steps/s | b/c | b/a "
-        "| (b) stepping / inference / training s | peak MB (a / b / c) |",
-        "|---|---:|---:|---:|---:|---:|---:|---|---|",
+        "| env | batch | (a) physics steps/s | (b) roboppo steps/s | (b') torch training steps/s "
+        "| (c) stock SB3 steps/s | b/c | b/a | (b) stepping / inference / training s | peak MB (a / b / c) |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---|---|",
     ]
     for env_id in args.envs:
         limit = in_child(physics, env_id, args.n_envs, None)
         for batch_size in args.batch_sizes:
             ours = in_child(ppo_run, "roboppo", env_id, args.n_envs, batch_size, args.rollouts)
+            torch_loop = in_child(ppo_run, "roboppo-torch", env_id, args.n_envs, batch_size, args.rollouts)
             stock = in_child(ppo_run, "sb3", env_id, args.n_envs, batch_size, args.rollouts)
             phases = ours["phases"]
             lines.append(
-                f"| {env_id} | {batch_size} | {limit['sps']:,.0f} | {ours['sps']:,.0f} | {stock['sps']:,.0f} "
+                f"| {env_id} | {batch_size} | {limit['sps']:,.0f} | {ours['sps']:,.0f} | {torch_loop['sps']:,.0f} "
+                f"| {stock['sps']:,.0f} "
                 f"| {ours['sps'] / stock['sps']:.2f} | {ours['sps'] / limit['sps']:.2f} "
                 f"| {phases['stepping']:.2f} / {phases['inference']:.2f} / {phases['training']:.2f} "
                 f"| {limit['peak_mb']:.0f} / {ours['peak_mb']:.0f} / {stock['peak_mb']:.0f} |"
@@ -189,16 +200,17 @@ def memory_table(args: argparse.Namespace) -> str:
     env_id, batch_size = args.envs[0], max(args.batch_sizes)
     result = in_child(memory_run, env_id, args.n_envs, batch_size, args.memory_steps)
     samples = result["samples"]
-    picks = [samples[0], samples[len(samples) // 4], samples[len(samples) // 2], samples[-1]]
+    picks = [samples[0], samples[1], samples[len(samples) // 4], samples[len(samples) // 2], samples[-1]]
     lines = [
-        f"Resident memory of (b) on {env_id} over {args.memory_steps:,} steps (batch {batch_size}):",
+        f"Resident memory of (b) on {env_id} over {args.memory_steps:,} steps (batch {batch_size}), "
+        "sampled at the end of rollouts:",
         "",
         "| steps | resident MB |",
         "|---:|---:|",
         *(f"| {steps:,} | {rss:.0f} |" for steps, rss in picks),
         "",
-        f"Growth from the first rollout to the last: {samples[-1][1] - samples[0][1]:+.1f} MB; "
-        f"peak {result['peak_mb']:.0f} MB.",
+        f"Growth from the second rollout (the first update has imported JAX and compiled its program) to the "
+        f"last: {samples[-1][1] - samples[1][1]:+.1f} MB; peak {result['peak_mb']:.0f} MB.",
     ]
     return "\n".join(lines)
 

@@ -140,7 +140,7 @@ def collect_on_device(model: PPO, vector_env: Any, callback: BaseCallback, n_rol
     dones = th.zeros(n_envs, device=device)
     for step in range(n_rollout_steps):
         with th.no_grad():
-            actions, values, log_probs = policy(obs)
+            actions, values, log_probs = policy.forward_rollout(obs)
         out = vector_env.step_torch(policy.squash_to_box(actions))
         rewards = out.reward.to(device).float()
         dones = (out.terminated | out.truncated).to(device)

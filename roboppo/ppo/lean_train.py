@@ -4,7 +4,9 @@ Same losses, schedules, early stopping (``target_kl``) and log keys as Stable-Ba
 ``PPO.train``; what changes is the bookkeeping around them:
 
 - each epoch shuffles the rollout with one gather per tensor, and minibatches are views of
-  the shuffled tensors (SB3 gathers and converts every minibatch);
+  the shuffled tensors (SB3 gathers and converts every minibatch); the permutations of all
+  epochs are drawn first, so the JAX loop of :mod:`roboppo.ppo.jax_train` takes the same
+  minibatches under the same seed;
 - per-minibatch statistics stay tensors and are read once per rollout (SB3 calls ``.item()``
   five times per minibatch, a device sync each on a GPU);
 - with ``ent_coef == 0`` the entropy is computed for the log only, outside the autograd graph;
@@ -34,21 +36,26 @@ def train_on_tensors(model: PPO) -> None:
     clip_range_vf = model.clip_range_vf(progress) if model.clip_range_vf is not None else None  # type: ignore[operator]
     flat = model.rollout_buffer.flat_tensors()  # type: ignore[attr-defined]
     stats: list[th.Tensor] = []
+    orders = [th.randperm(flat[0].shape[0], device=flat[0].device) for _ in range(model.n_epochs)]
     loss = th.zeros(())
-    for _ in range(model.n_epochs):
-        loss, stopped = _run_epoch(model, flat, stats, clip_range, clip_range_vf)
+    for order in orders:
+        loss, stopped = _run_epoch(model, flat, order, stats, clip_range, clip_range_vf)
         model._n_updates += 1
         if stopped:
             break
-    _log(model, th.stack(stats).mean(dim=0).tolist(), loss.item(), clip_range, clip_range_vf)
+    log_train_stats(model, th.stack(stats).mean(dim=0).tolist(), loss.item(), clip_range, clip_range_vf)
 
 
 def _run_epoch(
-    model: PPO, flat: list[th.Tensor], stats: list[th.Tensor], clip_range: float, clip_range_vf: float | None
+    model: PPO,
+    flat: list[th.Tensor],
+    order: th.Tensor,
+    stats: list[th.Tensor],
+    clip_range: float,
+    clip_range_vf: float | None,
 ) -> tuple[th.Tensor, bool]:
-    """One pass over the shuffled rollout; returns the last loss and whether ``target_kl`` stopped training."""
+    """One pass over the rollout in ``order``; returns the last loss and whether ``target_kl`` stopped training."""
     policy = model.policy
-    order = th.randperm(flat[0].shape[0], device=flat[0].device)
     loss = th.zeros(())
     for minibatch in zip(*(tensor[order].split(model.batch_size) for tensor in flat), strict=True):
         loss, minibatch_stats = _minibatch_loss(model, minibatch, clip_range, clip_range_vf)
@@ -99,7 +106,10 @@ def _evaluate(model: PPO, obs: th.Tensor, actions: th.Tensor) -> tuple[th.Tensor
     return policy.value_net(latent_vf).flatten(), distribution.log_prob(actions), entropy
 
 
-def _log(model: PPO, means: list[float], loss: float, clip_range: float, clip_range_vf: float | None) -> None:
+def log_train_stats(
+    model: PPO, means: list[float], loss: float, clip_range: float, clip_range_vf: float | None
+) -> None:
+    """Record SB3's ``train/*`` keys from the rollout's mean minibatch statistics and last loss."""
     buffer = model.rollout_buffer
     policy_loss, value_loss, entropy_loss, approx_kl, clip_fraction = means
     explained_var = explained_variance(buffer.values.flatten(), buffer.returns.flatten())

@@ -21,6 +21,7 @@ import roboppo_envs
 from roboppo.common.env_util import VecFiniteCheck, VecRewardScale, make_env_from_id
 from roboppo.common.errors import ModelLoadError
 from roboppo.ppo.device_rollout import DeviceRolloutBuffer, collect_on_device
+from roboppo.ppo.jax_train import jax_unsupported, train_with_jax
 from roboppo.ppo.lean_train import train_on_tensors
 from roboppo.ppo.policies import TanhGaussianPolicy
 
@@ -33,6 +34,9 @@ BRAX_DEFAULTS = {
     "gpu": {"n_envs": 2048, "n_steps": 80, "batch_size": 5120, "n_epochs": 4},
     "cpu": {"n_envs": 32, "n_steps": 64, "batch_size": 512, "n_epochs": 4},
 }
+
+
+TRAIN_BACKENDS = ("auto", "jax", "torch")
 
 
 class PPO(SB3PPO):
@@ -64,6 +68,11 @@ class PPO(SB3PPO):
         or :data:`BRAX_DEFAULTS` for Brax ids).
     :param env_kwargs: keyword arguments for ``gym.make`` / ``gym.make_vec`` when ``env`` is an id.
     :param reward_scale: rewards are multiplied by this before GAE (episode statistics are not).
+    :param train_backend: how batched-env rollouts are trained: ``"jax"`` runs every epoch and
+        minibatch of a rollout in one compiled JAX call (CPU only; about 10x less time than
+        PyTorch for small networks), ``"torch"`` the PyTorch loop of
+        :mod:`roboppo.ppo.lean_train`, ``"auto"`` (default) ``"jax"`` when the model can take it
+        (on the CPU, JAX installed, roboppo's MLP policy with Adam), else ``"torch"``.
     :param kwargs: every other keyword argument of ``stable_baselines3.PPO``.
     """
 
@@ -80,9 +89,13 @@ class PPO(SB3PPO):
         n_envs: int | None = None,
         env_kwargs: dict[str, Any] | None = None,
         reward_scale: float = 1.0,
+        train_backend: str = "auto",
         **kwargs: Any,
     ) -> None:
+        if train_backend not in TRAIN_BACKENDS:
+            raise ValueError(f"train_backend must be one of {TRAIN_BACKENDS}, got {train_backend!r}.")
         self.reward_scale = reward_scale
+        self.train_backend = train_backend
         if isinstance(env, str):
             if roboppo_envs.is_brax_id(env):
                 defaults = BRAX_DEFAULTS["gpu" if th.cuda.is_available() else "cpu"]
@@ -147,14 +160,28 @@ class PPO(SB3PPO):
     def train(self) -> None:
         """PPO epochs on the current rollout, then one update of the observation statistics.
 
-        Rollouts held as torch tensors train through :func:`~roboppo.ppo.lean_train.train_on_tensors`
-        (same losses and logs as SB3's ``train``, less work per minibatch).
+        Rollouts held as torch tensors train through :func:`~roboppo.ppo.jax_train.train_with_jax`
+        (one compiled call per rollout; see ``train_backend``) or
+        :func:`~roboppo.ppo.lean_train.train_on_tensors` (same losses and logs as SB3's ``train``,
+        less work per minibatch).
         """
-        if isinstance(self.rollout_buffer, DeviceRolloutBuffer):
+        if isinstance(self.rollout_buffer, DeviceRolloutBuffer) and self._uses_jax_training():
+            train_with_jax(self)
+        elif isinstance(self.rollout_buffer, DeviceRolloutBuffer):
             train_on_tensors(self)
         else:
             super().train()
         self._update_obs_normalizer()
+
+    def _uses_jax_training(self) -> bool:
+        """Whether :meth:`train` goes through JAX; ``train_backend="jax"`` that cannot raises, naming why."""
+        backend = getattr(self, "train_backend", "auto")  # models saved before the option train as "auto"
+        if backend == "torch":
+            return False
+        reason = jax_unsupported(self)
+        if reason is not None and backend == "jax":
+            raise ValueError(f"train_backend='jax' cannot train this model: {reason}. Use train_backend='torch'.")
+        return reason is None
 
     def _update_obs_normalizer(self) -> None:
         if not isinstance(self.policy, TanhGaussianPolicy):  # a user-supplied SB3 policy has no normalizer

@@ -15,6 +15,8 @@ from typing import Any
 import yaml
 from torch import nn
 
+from roboppo.ppo.ppo import TRAIN_BACKENDS
+
 ACTIVATIONS: dict[str, type[nn.Module]] = {"tanh": nn.Tanh, "relu": nn.ReLU, "silu": nn.SiLU, "elu": nn.ELU}
 
 # key -> accepted Python types (YAML ints are accepted where floats are expected)
@@ -34,6 +36,7 @@ PPO_KEYS: dict[str, tuple[type, ...]] = {
     "target_kl": (int, float),
     "normalize_advantage": (bool,),
     "reward_scale": (int, float),
+    "train_backend": (str,),
     "policy_kwargs": (dict,),
 }
 POLICY_KEYS: dict[str, tuple[type, ...]] = {
@@ -219,6 +222,8 @@ def _ppo_settings(values: dict[str, Any], where: str) -> dict[str, Any]:
     for key in ("learning_rate", "clip_range"):
         if key in settings:
             settings[key] = _schedule(settings[key], f"{where} {key}")
+    if settings.get("train_backend", "auto") not in TRAIN_BACKENDS:
+        raise HparamsError(f"{where}: train_backend {settings['train_backend']!r} is not one of {list(TRAIN_BACKENDS)}.")
     policy_kwargs = _validated(settings.pop("policy_kwargs", {}), POLICY_KEYS, f"{where} policy_kwargs")
     if "activation_fn" in policy_kwargs:
         name = policy_kwargs["activation_fn"]

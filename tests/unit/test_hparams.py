@@ -51,6 +51,7 @@ def test_default_is_merged_and_plain_scientific_numbers_parse(tmp_path: pathlib.
         ("MyEnv-v0:\n  n_epochs: true\n", r"key 'n_epochs' must be int"),
         ("MyEnv-v0:\n  policy_kwargs: {activation_fn: gelu}\n", r"activation_fn 'gelu' is not one of"),
         ("MyEnv-v0:\n  policy_kwargs: {net: [64]}\n", r"policy_kwargs: unknown key 'net'"),
+        ("MyEnv-v0:\n  train_backend: numpy\n", r"train_backend 'numpy' is not one of \['auto', 'jax', 'torch'\]"),
         ("MyEnv-v0:\n  gamma: [0.9\n", r"YAML syntax error"),
         ("- just a list\n", r"mapping of env ids"),
     ],

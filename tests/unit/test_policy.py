@@ -65,3 +65,20 @@ def test_non_box_action_space_is_rejected_with_a_clear_error() -> None:
 def test_unbounded_action_space_is_rejected() -> None:
     with pytest.raises(ValueError, match="finite low and high"):
         make_policy(spaces.Box(-np.inf, np.inf, (2,), np.float32))
+
+
+def test_forward_rollout_samples_the_policy_and_scores_what_it_samples(rng: np.random.Generator) -> None:
+    policy = make_policy(log_std_init=-0.5)
+    obs = th.as_tensor(np.repeat(rng.normal(size=(1, 3)), 20_000, axis=0), dtype=th.float32)
+    with th.no_grad():
+        actions, values, log_probs = policy.forward_rollout(obs)
+        expected_values, expected_log_probs, _ = policy.evaluate_actions(obs, actions)
+        mean = policy.action_net(policy.mlp_extractor.forward_actor(policy.extract_features(obs)))[0]
+    assert actions.shape == (20_000, 2) and values.shape == (20_000, 1) and log_probs.shape == (20_000,)
+    th.testing.assert_close(values, expected_values)
+    th.testing.assert_close(log_probs, expected_log_probs, rtol=1e-5, atol=1e-4)
+    th.testing.assert_close(actions.mean(dim=0), mean, rtol=0, atol=0.02)  # 4 standard errors
+    th.testing.assert_close(actions.std(dim=0), th.full((2,), float(np.exp(-0.5))), rtol=0.02, atol=0)
+    squashed = policy.squash_to_box(actions)
+    assert (squashed >= th.as_tensor(ACTIONS.low)).all() and (squashed <= th.as_tensor(ACTIONS.high)).all()
+    np.testing.assert_allclose(squashed.numpy(), policy.unscale_action(actions.numpy()), rtol=1e-5, atol=1e-5)

@@ -1,0 +1,167 @@
+"""The JAX program behind :mod:`roboppo.ppo.jax_train`: every epoch and minibatch of a rollout in one call.
+
+Kept apart so that importing roboppo does not import JAX. Parameters come as the flat list
+:func:`roboppo.ppo.jax_train._torch_params` builds (hidden layers of the actor, of the critic,
+the action head, the value head, each as torch ``Linear`` weight ``[out, in]`` and bias, then
+``log_std``); Adam's state as PyTorch keeps it (step count, first and second moments).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import optax
+
+from roboppo.ppo.jax_train import UpdateShape
+
+ACTIVATE = {"tanh": jnp.tanh, "relu": jax.nn.relu, "elu": jax.nn.elu, "silu": jax.nn.silu, "none": lambda x: x}
+LOG_2 = math.log(2.0)
+HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
+
+
+def build() -> Any:
+    """``update`` compiled by ``jax.jit`` (one program per :class:`UpdateShape` and array shapes), run on the CPU.
+
+    The CPU is pinned so that a JAX build with GPU support does not move the update (and
+    its host copies) to a GPU that the torch model does not use.
+    """
+    compiled = jax.jit(update, static_argnames=("shape",))
+    cpu = jax.devices("cpu")[0]
+
+    def on_cpu(*args: Any, **kwargs: Any) -> Any:
+        with jax.default_device(cpu):
+            return compiled(*args, **kwargs)
+
+    return on_cpu
+
+
+def update(
+    params: list, adam: tuple, data: tuple, orders: Any, noise: Any, hyper: dict, *, shape: UpdateShape
+) -> tuple:
+    """``shape.n_epochs`` shuffled passes of clipped-surrogate minibatch updates.
+
+    :param params: trainable parameters (see the module docstring).
+    :param adam: ``(step, exp_avg, exp_avg_sq)`` as PyTorch's Adam keeps them.
+    :param data: actor features, critic features ``[n, obs_dim]``, pre-tanh actions ``[n, act_dim]``,
+        old values, old log-probs, advantages, returns ``[n]``.
+    :param orders: one permutation of ``range(n)`` per epoch, ``[n_epochs, n]``.
+    :param noise: standard normal draws for the entropy estimate, ``[n_epochs, n, act_dim]``.
+    :param hyper: ``lr``, ``clip_range``, ``clip_range_vf``, ``ent_coef``, ``vf_coef``,
+        ``max_grad_norm``, ``target_kl`` (already times 1.5; ``inf`` for none).
+    :return: new parameters, new Adam state, summed minibatch statistics (policy, value and
+        entropy loss, approx KL, clip fraction), number of minibatches run, epochs started,
+        the last minibatch's loss.
+    """
+    step, exp_avg, exp_avg_sq = adam
+    optimizer = optax.scale_by_adam(b1=shape.betas[0], b2=shape.betas[1], eps=shape.eps)
+    carry = {
+        "params": params,
+        "adam": optax.ScaleByAdamState(count=jnp.asarray(step, jnp.int32), mu=exp_avg, nu=exp_avg_sq),
+        "stopped": jnp.asarray(False),
+        "stat_sum": jnp.zeros(5),
+        "n_minibatches": jnp.asarray(0),
+        "epochs_run": jnp.asarray(0),
+        "last_loss": jnp.asarray(0.0),
+    }
+
+    def minibatch(carry: dict, index: Any, epoch_noise: Any) -> dict:
+        batch = [array[index] for array in data]
+        (loss, stats), grads = jax.value_and_grad(_loss, has_aux=True)(
+            carry["params"], batch, epoch_noise[index], hyper, shape
+        )
+        counted = ~carry["stopped"]
+        kl_stop = stats[3] > hyper["target_kl"]  # SB3 checks before stepping and leaves every epoch
+        apply = counted & ~kl_stop
+        grads = _clip_by_global_norm(grads, hyper["max_grad_norm"])
+        directions, adam_state = optimizer.update(grads, carry["adam"])
+        stepped = [p - hyper["lr"] * d for p, d in zip(carry["params"], directions, strict=True)]
+        keep = jax.tree_util.tree_map(lambda new, old: jnp.where(apply, new, old), (stepped, adam_state),
+                                      (carry["params"], carry["adam"]))  # fmt: skip
+        return {
+            "params": keep[0],
+            "adam": keep[1],
+            "stopped": carry["stopped"] | kl_stop,
+            "stat_sum": carry["stat_sum"] + jnp.where(counted, stats, 0.0),
+            "n_minibatches": carry["n_minibatches"] + counted,
+            "epochs_run": carry["epochs_run"],
+            "last_loss": jnp.where(counted, loss, carry["last_loss"]),
+        }
+
+    n_full = shape.n_samples // shape.batch_size
+
+    def epoch(carry: dict, inputs: tuple) -> tuple[dict, None]:
+        order, epoch_noise = inputs
+        carry = {**carry, "epochs_run": carry["epochs_run"] + ~carry["stopped"]}
+        full = order[: n_full * shape.batch_size].reshape(n_full, shape.batch_size)
+        carry, _ = jax.lax.scan(lambda c, index: (minibatch(c, index, epoch_noise), None), carry, full)
+        if n_full * shape.batch_size < shape.n_samples:  # SB3's last, shorter minibatch
+            carry = minibatch(carry, order[n_full * shape.batch_size :], epoch_noise)
+        return carry, None
+
+    carry, _ = jax.lax.scan(epoch, carry, (orders, noise))
+    adam_out = carry["adam"]
+    return (
+        carry["params"],
+        (adam_out.count, adam_out.mu, adam_out.nu),
+        carry["stat_sum"],
+        carry["n_minibatches"],
+        carry["epochs_run"],
+        carry["last_loss"],
+    )
+
+
+def _loss(params: list, batch: list, noise: Any, hyper: dict, shape: UpdateShape) -> tuple[Any, Any]:
+    """PPO's loss on one minibatch and its statistics, as :func:`roboppo.ppo.lean_train._minibatch_loss`."""
+    pi_features, vf_features, actions, old_values, old_log_prob, advantages, returns = batch
+    mean, values, log_std = _forward(params, pi_features, vf_features, shape)
+    std = jnp.exp(log_std)
+    gaussian = jnp.sum(-0.5 * ((actions - mean) / std) ** 2 - log_std - HALF_LOG_2PI, axis=-1)
+    log_prob = gaussian - jnp.sum(_tanh_log_det_jacobian(actions), axis=-1)
+    sampled = mean + std * noise  # the entropy estimate of roboppo.common.distributions.TanhNormalDistribution
+    entropy = jnp.sum(0.5 + HALF_LOG_2PI + log_std) + jnp.sum(_tanh_log_det_jacobian(sampled), axis=-1)
+    if shape.normalize_advantage and advantages.shape[0] > 1:
+        advantages = (advantages - advantages.mean()) / (advantages.std(ddof=1) + 1e-8)
+    log_ratio = log_prob - old_log_prob
+    ratio = jnp.exp(log_ratio)
+    clipped_ratio = jnp.clip(ratio, 1 - hyper["clip_range"], 1 + hyper["clip_range"])
+    policy_loss = -jnp.mean(jnp.minimum(advantages * ratio, advantages * clipped_ratio))
+    if shape.clip_values:
+        values = old_values + jnp.clip(values - old_values, -hyper["clip_range_vf"], hyper["clip_range_vf"])
+    value_loss = jnp.mean((returns - values) ** 2)
+    entropy_loss = -jnp.mean(entropy)
+    loss = policy_loss + hyper["ent_coef"] * entropy_loss + hyper["vf_coef"] * value_loss
+    approx_kl = jnp.mean((ratio - 1) - log_ratio)
+    clip_fraction = jnp.mean((jnp.abs(ratio - 1) > hyper["clip_range"]).astype(jnp.float32))
+    stats = jax.lax.stop_gradient(jnp.stack([policy_loss, value_loss, entropy_loss, approx_kl, clip_fraction]))
+    return loss, stats
+
+
+def _forward(params: list, pi_features: Any, vf_features: Any, shape: UpdateShape) -> tuple[Any, Any, Any]:
+    """Pre-tanh action means ``[b, act_dim]``, values ``[b]`` and ``log_std`` ``[act_dim]``."""
+    index = 0
+    hidden = pi_features
+    for name in shape.pi_activations:
+        hidden = ACTIVATE[name](hidden @ params[index].T + params[index + 1])
+        index += 2
+    value_hidden = vf_features
+    for name in shape.vf_activations:
+        value_hidden = ACTIVATE[name](value_hidden @ params[index].T + params[index + 1])
+        index += 2
+    mean = hidden @ params[index].T + params[index + 1]
+    values = (value_hidden @ params[index + 2].T + params[index + 3])[:, 0]
+    return mean, values, params[index + 4]
+
+
+def _tanh_log_det_jacobian(pre_tanh: Any) -> Any:
+    """``log(1 - tanh(u)^2)`` in the stable form of :func:`roboppo.common.distributions.tanh_log_det_jacobian`."""
+    return 2.0 * (LOG_2 - pre_tanh - jax.nn.softplus(-2.0 * pre_tanh))
+
+
+def _clip_by_global_norm(grads: list, max_norm: Any) -> list:
+    """``torch.nn.utils.clip_grad_norm_``: scale by ``max_norm / (norm + 1e-6)`` when that is below 1."""
+    norm = jnp.sqrt(sum(jnp.sum(g**2) for g in grads))
+    scale = jnp.minimum(max_norm / (norm + 1e-6), 1.0)
+    return [g * scale for g in grads]

@@ -1,0 +1,135 @@
+"""The JAX training loop takes the same steps as the PyTorch loop, and PPO picks between them."""
+
+from __future__ import annotations
+
+import copy
+import pathlib
+from typing import Any
+
+import numpy as np
+import pytest
+import torch as th
+
+from roboppo import PPO
+from roboppo.ppo.jax_train import jax_unsupported, train_with_jax
+from roboppo.ppo.lean_train import train_on_tensors
+
+pytest.importorskip("jax")
+pytestmark = pytest.mark.filterwarnings("ignore:You have specified a mini-batch size of 24")
+
+# 64 samples in minibatches of 24: two full ones and SB3's shorter last one per epoch
+SMALL = {"n_steps": 32, "batch_size": 24, "n_epochs": 3, "seed": 0}
+COMPARED_LOGS = ("train/policy_gradient_loss", "train/value_loss", "train/approx_kl", "train/clip_fraction")
+
+
+def twins(**kwargs: Any) -> tuple[PPO, PPO]:
+    """Two models with equal weights, Adam state and rollout, one for each backend.
+
+    Adam's ``eps`` is raised to 1 in both, which makes its step nearly linear in the gradient:
+    with the default 1e-5, elements whose gradients are near zero move by up to the learning
+    rate on rounding-level differences, which would hide real differences in the comparison.
+    """
+    settings = SMALL | kwargs
+    torch_model = PPO("MlpPolicy", "RoboHopper-v0", n_envs=2, train_backend="torch", **settings)
+    torch_model.learn(64)  # one rollout and one update, so that the optimizer has state
+    jax_model = PPO("MlpPolicy", "RoboHopper-v0", n_envs=2, train_backend="jax", **settings)
+    jax_model.policy.load_state_dict(torch_model.policy.state_dict())
+    # deep copies: load_state_dict would share the moment tensors, which torch's Adam updates in place
+    jax_model.policy.optimizer.load_state_dict(copy.deepcopy(torch_model.policy.optimizer.state_dict()))
+    jax_model.rollout_buffer = copy.deepcopy(torch_model.rollout_buffer)
+    jax_model._n_updates = torch_model._n_updates
+    for model in (torch_model, jax_model):
+        model._current_progress_remaining = 0.5
+        model.set_logger(copy.deepcopy(torch_model.logger))
+        for group in model.policy.optimizer.param_groups:
+            group["eps"] = 1.0
+    return torch_model, jax_model
+
+
+def train_both(torch_model: PPO, jax_model: PPO) -> list[th.Tensor]:
+    """Train each model on its copy of the rollout from the same seed; returns the weights before."""
+    before = [p.detach().clone() for p in torch_model.policy.parameters()]
+    th.manual_seed(1)
+    train_on_tensors(torch_model)
+    th.manual_seed(1)
+    train_with_jax(jax_model)
+    return before
+
+
+def assert_same_steps(torch_model: PPO, jax_model: PPO, before: list[th.Tensor]) -> None:
+    pairs = zip(torch_model.policy.named_parameters(), jax_model.policy.parameters(), before, strict=True)
+    for (name, ours), theirs, start in pairs:
+        torch_step, jax_step = (ours - start).detach().numpy(), (theirs - start).detach().numpy()
+        scale = np.abs(torch_step).max()
+        assert scale > 0, name
+        np.testing.assert_allclose(jax_step, torch_step, rtol=0, atol=1e-3 * scale, err_msg=name)
+    torch_logs, jax_logs = torch_model.logger.name_to_value, jax_model.logger.name_to_value
+    for key in (*COMPARED_LOGS, "train/loss"):
+        assert jax_logs[key] == pytest.approx(torch_logs[key], rel=1e-4, abs=1e-7), key
+    torch_state = torch_model.policy.optimizer.state_dict()["state"]
+    jax_state = jax_model.policy.optimizer.state_dict()["state"]
+    assert [float(s["step"]) for s in jax_state.values()] == [float(s["step"]) for s in torch_state.values()]
+    for index, state in torch_state.items():
+        np.testing.assert_allclose(jax_state[index]["exp_avg_sq"], state["exp_avg_sq"], rtol=1e-3, atol=1e-12)
+
+
+def test_same_steps_moments_and_logs_as_the_torch_loop() -> None:
+    torch_model, jax_model = twins()
+    before = train_both(torch_model, jax_model)
+    assert_same_steps(torch_model, jax_model, before)
+    assert torch_model._n_updates == jax_model._n_updates == 2 * SMALL["n_epochs"]
+    assert float(jax_model.policy.optimizer.state_dict()["state"][0]["step"]) == 2 * 3 * SMALL["n_epochs"]
+
+
+def test_same_steps_with_clipped_values_and_raw_advantages() -> None:
+    torch_model, jax_model = twins(clip_range_vf=0.1, normalize_advantage=False)
+    assert_same_steps(torch_model, jax_model, train_both(torch_model, jax_model))
+
+
+def test_target_kl_stops_both_loops_at_the_same_minibatch() -> None:
+    torch_model, jax_model = twins(target_kl=0.002, learning_rate=3e-3)
+    before = train_both(torch_model, jax_model)
+    assert_same_steps(torch_model, jax_model, before)
+    steps = float(jax_model.policy.optimizer.state_dict()["state"][0]["step"])
+    assert 3 < steps < 3 + 3 * SMALL["n_epochs"]  # stopped early, after at least one update
+    assert torch_model._n_updates == jax_model._n_updates < 2 * SMALL["n_epochs"]
+
+
+def test_auto_backend_uses_jax_on_the_cpu_and_torch_for_other_optimizers() -> None:
+    model = PPO("MlpPolicy", "RoboHopper-v0", n_envs=2, **SMALL)
+    assert model.train_backend == "auto" and jax_unsupported(model) is None and model._uses_jax_training()
+    sgd = PPO("MlpPolicy", "RoboHopper-v0", n_envs=2, policy_kwargs={"optimizer_class": th.optim.SGD}, **SMALL)
+    assert "Adam" in str(jax_unsupported(sgd)) and not sgd._uses_jax_training()
+    sgd.learn(64)  # trains through the torch loop
+    assert sgd._n_updates == SMALL["n_epochs"]
+
+
+def test_jax_backend_that_cannot_train_names_the_reason() -> None:
+    model = PPO(
+        "MlpPolicy", "RoboHopper-v0", n_envs=2, train_backend="jax",
+        policy_kwargs={"optimizer_class": th.optim.SGD}, **SMALL,
+    )  # fmt: skip
+    with pytest.raises(ValueError, match="train_backend='jax' cannot train this model: the optimizer is not plain"):
+        model.learn(64)
+    with pytest.raises(ValueError, match="train_backend must be one of"):
+        PPO("MlpPolicy", "RoboHopper-v0", train_backend="numpy")
+
+
+def test_relu_network_with_separate_extractors_matches_too() -> None:
+    kwargs = {"policy_kwargs": {"activation_fn": th.nn.ReLU, "net_arch": [32, 16], "share_features_extractor": False}}
+    torch_model, jax_model = twins(**kwargs)
+    assert jax_unsupported(jax_model) is None
+    assert_same_steps(torch_model, jax_model, train_both(torch_model, jax_model))
+
+
+def test_save_load_and_continue_training(tmp_path: pathlib.Path) -> None:
+    model = PPO("MlpPolicy", "RoboHopper-v0", n_envs=2, **SMALL).learn(128)
+    model.save(tmp_path / "model")
+    loaded = PPO.load(tmp_path / "model", env=model.get_env())
+    assert loaded.train_backend == "auto"
+    for saved, restored in zip(model.policy.parameters(), loaded.policy.parameters(), strict=True):
+        assert th.equal(saved, restored)
+    steps = float(loaded.policy.optimizer.state_dict()["state"][0]["step"])
+    loaded.learn(64, reset_num_timesteps=False)
+    assert float(loaded.policy.optimizer.state_dict()["state"][0]["step"]) == steps + 3 * SMALL["n_epochs"]
+    assert all(th.isfinite(p).all() for p in loaded.policy.parameters())
