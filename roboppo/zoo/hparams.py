@@ -222,8 +222,9 @@ def _ppo_settings(values: dict[str, Any], where: str) -> dict[str, Any]:
     for key in ("learning_rate", "clip_range"):
         if key in settings:
             settings[key] = _schedule(settings[key], f"{where} {key}")
-    if settings.get("train_backend", "auto") not in TRAIN_BACKENDS:
-        raise HparamsError(f"{where}: train_backend {settings['train_backend']!r} is not one of {list(TRAIN_BACKENDS)}.")
+    backend = settings.get("train_backend", "auto")
+    if backend not in TRAIN_BACKENDS:
+        raise HparamsError(f"{where}: train_backend {backend!r} is not one of {list(TRAIN_BACKENDS)}.")
     policy_kwargs = _validated(settings.pop("policy_kwargs", {}), POLICY_KEYS, f"{where} policy_kwargs")
     if "activation_fn" in policy_kwargs:
         name = policy_kwargs["activation_fn"]
