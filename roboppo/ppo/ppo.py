@@ -60,6 +60,8 @@ class PPO(SB3PPO):
       per vector step and no per-env Python work (see :mod:`roboppo.ppo.device_rollout`). For
       Brax ids, left-out ``n_envs``, ``n_steps``, ``batch_size`` and ``n_epochs`` default to
       :data:`BRAX_DEFAULTS` for the device torch uses.
+    - On the CPU those rollouts are trained in one compiled JAX call each (every epoch and
+      minibatch inside ``jax.lax.scan``; same steps as the PyTorch loop), see ``train_backend``.
     - Extra TensorBoard scalars: ``obs_norm/*`` (normalizer statistics).
 
     :param policy: ``"MlpPolicy"`` or a policy class.
