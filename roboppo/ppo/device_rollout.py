@@ -144,13 +144,8 @@ def collect_on_device(model: PPO, vector_env: Any, callback: BaseCallback, n_rol
         out = vector_env.step_torch(policy.squash_to_box(actions))
         rewards = out.reward.to(device).float()
         dones = (out.terminated | out.truncated).to(device)
-        model._episode_returns += rewards
-        model._episode_lengths += 1
-        finished_returns[step] = th.where(dones, model._episode_returns, th.nan)
-        finished_lengths[step] = th.where(dones, model._episode_lengths, 0.0)
-        model._episode_returns *= ~dones
-        model._episode_lengths *= ~dones
-        rewards = model.reward_scale * rewards + model.gamma * _truncation_bootstrap(policy, out, device)
+        _track_episodes(model, rewards, dones, finished_returns[step], finished_lengths[step])
+        rewards = _learning_rewards(model, rewards, out, device)
         model.num_timesteps += n_envs
         callback.update_locals({"dones": dones, "infos": [], "rewards": rewards, "step": step})
         if not callback.on_step():
@@ -168,18 +163,37 @@ def collect_on_device(model: PPO, vector_env: Any, callback: BaseCallback, n_rol
     return True
 
 
-def _truncation_bootstrap(policy: Any, out: Any, device: th.device) -> th.Tensor:
-    """``V(final_obs)`` where an episode was cut by the time limit (not where it terminated), else 0.
+def _track_episodes(
+    model: PPO, rewards: th.Tensor, dones: th.Tensor, finished_returns: th.Tensor, finished_lengths: th.Tensor
+) -> None:
+    """Add a step to each copy's running return and length; write out and restart the finished ones.
+
+    ``finished_returns`` (NaN-filled) and ``finished_lengths`` (zeros) are this step's rows. On the
+    CPU, steps where no episode ends (most of them) skip the writes.
+    """
+    assert model._episode_returns is not None, "collect_rollouts sets up the running returns"
+    model._episode_returns += rewards
+    model._episode_lengths += 1
+    if dones.device.type == "cpu" and not bool(dones.any()):
+        return
+    finished_returns.copy_(th.where(dones, model._episode_returns, th.nan))
+    finished_lengths.copy_(th.where(dones, model._episode_lengths, 0.0))
+    model._episode_returns *= ~dones
+    model._episode_lengths *= ~dones
+
+
+def _learning_rewards(model: PPO, rewards: th.Tensor, out: Any, device: th.device) -> th.Tensor:
+    """``reward_scale * r``, plus ``gamma * V(final_obs)`` where the time limit cut an episode (not where it ended).
 
     Env output on the CPU is checked first, so the value net runs only on steps with a truncation;
     on a GPU it runs every step, which costs less than a device sync.
     """
+    if out.truncated.device.type == "cpu" and not bool(out.truncated.any()):
+        return model.reward_scale * rewards
     bootstrap = (out.truncated & ~out.terminated).to(device)
-    if out.truncated.device.type == "cpu" and not bool(bootstrap.any()):
-        return th.zeros(bootstrap.shape, device=device)
     with th.no_grad():
-        final_values = policy.predict_values(out.final_obs.to(device)).flatten()
-    return final_values * bootstrap.float()
+        final_values = model.policy.predict_values(out.final_obs.to(device)).flatten()
+    return model.reward_scale * rewards + model.gamma * final_values * bootstrap.float()
 
 
 def _record_episodes(model: PPO, returns: th.Tensor, lengths: th.Tensor) -> None:
