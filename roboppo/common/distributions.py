@@ -27,6 +27,7 @@ from torch.nn.functional import softplus
 SelfTanhNormal = TypeVar("SelfTanhNormal", bound="TanhNormalDistribution")
 
 LOG_2 = math.log(2.0)
+HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)  # the normal density's log-normalizer per dimension
 
 
 def tanh_log_det_jacobian(pre_tanh: th.Tensor) -> th.Tensor:

@@ -8,18 +8,16 @@ the action head, the value head, each as torch ``Linear`` weight ``[out, in]`` a
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 import optax
 
+from roboppo.common.distributions import HALF_LOG_2PI, LOG_2
 from roboppo.ppo.jax_train import UpdateShape
 
 ACTIVATE = {"tanh": jnp.tanh, "relu": jax.nn.relu, "elu": jax.nn.elu, "silu": jax.nn.silu, "none": lambda x: x}
-LOG_2 = math.log(2.0)
-HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
 
 
 def build() -> Any:

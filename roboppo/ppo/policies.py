@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
@@ -11,10 +10,8 @@ from gymnasium import spaces
 from stable_baselines3.common.policies import ActorCriticPolicy
 from stable_baselines3.common.type_aliases import Schedule
 
-from roboppo.common.distributions import TanhNormalDistribution, tanh_log_det_jacobian
+from roboppo.common.distributions import HALF_LOG_2PI, TanhNormalDistribution, tanh_log_det_jacobian
 from roboppo.common.normalization import NormalizedFlattenExtractor
-
-HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
 
 
 class TanhGaussianPolicy(ActorCriticPolicy):
