@@ -139,18 +139,20 @@ def _loss(params: list, batch: list, noise: Any, hyper: dict, shape: UpdateShape
 
 def _forward(params: list, pi_features: Any, vf_features: Any, shape: UpdateShape) -> tuple[Any, Any, Any]:
     """Pre-tanh action means ``[b, act_dim]``, values ``[b]`` and ``log_std`` ``[act_dim]``."""
-    index = 0
-    hidden = pi_features
-    for name in shape.pi_activations:
-        hidden = ACTIVATE[name](hidden @ params[index].T + params[index + 1])
-        index += 2
-    value_hidden = vf_features
-    for name in shape.vf_activations:
-        value_hidden = ACTIVATE[name](value_hidden @ params[index].T + params[index + 1])
-        index += 2
-    mean = hidden @ params[index].T + params[index + 1]
-    values = (value_hidden @ params[index + 2].T + params[index + 3])[:, 0]
-    return mean, values, params[index + 4]
+    hidden = _mlp(params, 0, pi_features, shape.pi_activations)
+    value_start = 2 * len(shape.pi_activations)
+    value_hidden = _mlp(params, value_start, vf_features, shape.vf_activations)
+    heads = value_start + 2 * len(shape.vf_activations)
+    mean = _mlp(params, heads, hidden, ("none",))
+    values = _mlp(params, heads + 2, value_hidden, ("none",))[:, 0]
+    return mean, values, params[heads + 4]
+
+
+def _mlp(params: list, start: int, x: Any, activations: tuple[str, ...]) -> Any:
+    """Linear layers from ``params[start]`` on (weight ``[out, in]``, then bias), each followed by its activation."""
+    for layer, name in enumerate(activations):
+        x = ACTIVATE[name](x @ params[start + 2 * layer].T + params[start + 2 * layer + 1])
+    return x
 
 
 def _tanh_log_det_jacobian(pre_tanh: Any) -> Any:

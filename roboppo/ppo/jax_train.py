@@ -137,7 +137,7 @@ def train_with_jax(model: PPO) -> None:
     obs, actions, old_values, old_log_prob, advantages, returns = model.rollout_buffer.flat_tensors()  # type: ignore[attr-defined]
     with th.no_grad():  # the observation statistics are fixed during training
         pi_features = policy.pi_features_extractor(obs)
-        vf_features = policy.vf_features_extractor(obs)
+        vf_features = pi_features if policy.share_features_extractor else policy.vf_features_extractor(obs)
     n_samples = obs.shape[0]
     orders = th.stack([th.randperm(n_samples) for _ in range(model.n_epochs)]).int()
     noise = th.randn(model.n_epochs, n_samples, actions.shape[1])  # for the entropy estimate
@@ -193,12 +193,11 @@ def _write_back(
     exp_avg_sq: Any,
 ) -> None:
     """Copy the trained parameters and Adam state into the torch policy and optimizer."""
-    fused = bool(optimizer.param_groups[0].get("fused"))
     with th.no_grad():
         for index, param in enumerate(params):
             param.copy_(th.from_numpy(np.array(new_params[index])))
             state = optimizer.state[param]
-            state["step"] = th.tensor(float(step), dtype=th.float32) if fused else th.tensor(float(step))
+            state["step"] = th.tensor(float(step))  # float32, as torch's Adam keeps it (fused or not)
             state["exp_avg"] = th.from_numpy(np.array(exp_avg[index]))
             state["exp_avg_sq"] = th.from_numpy(np.array(exp_avg_sq[index]))
 
