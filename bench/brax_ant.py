@@ -226,7 +226,7 @@ def train_roboppo(settings: Settings, device: th.device, seed: int) -> tuple[flo
 
     def deterministic(obs: th.Tensor) -> th.Tensor:
         with th.no_grad():
-            return model.policy.squash_to_box(model.policy.get_distribution(obs.to(model.device)).mode())
+            return model.policy.get_distribution(obs.to(model.device)).mode()  # env-space actions
 
     return model.num_timesteps / seconds, deterministic
 
@@ -237,10 +237,10 @@ def evaluate(policy: Policy, num_envs: int, seed: int) -> float:
     obs = th.tensor(envs.reset(seed=seed)[0])
     returns, alive = th.zeros(num_envs), th.ones(num_envs, dtype=th.bool)
     for _ in range(1000):
-        out = envs.step_torch(policy(obs).cpu())
-        returns += out.reward.cpu() * alive
-        alive &= ~(out.terminated | out.truncated).cpu()
-        obs = out.obs
+        next_obs, reward, terminated, truncated, _ = envs.step(policy(obs).cpu().numpy())
+        returns += th.as_tensor(reward, dtype=th.float32) * alive
+        alive &= ~th.as_tensor(terminated | truncated)
+        obs = th.as_tensor(next_obs)
         if not alive.any():
             break
     return float(returns.mean())

@@ -5,8 +5,8 @@ For each env and minibatch size, one run of this script measures, in a fresh chi
 
 (a) physics limit: ``gym.make_vec(id, num_envs=N)`` (roboppo's batched MuJoCo env) stepped with
     zero actions, no policy;
-(b) roboppo PPO end to end (``PPO("MlpPolicy", id, n_envs=N)``: batched env, rollouts as torch
-    tensors, every epoch and minibatch of a rollout trained in one compiled JAX call);
+(b) roboppo PPO end to end (``PPO("MlpPolicy", id, n_envs=N)``: batched env behind SB3's VecEnv
+    interface, every epoch and minibatch of a rollout trained in one compiled JAX call);
 (b') the same with ``train_backend="torch"`` (the PyTorch training loop), to show what the
     compiled update contributes;
 (c) stock Stable-Baselines3 PPO, ``MlpPolicy`` on the Gymnasium v5 env in a ``DummyVecEnv`` of N
@@ -103,19 +103,19 @@ def ppo_run(system: str, env_id: str, n_envs: int, batch_size: int, rollouts: in
         model = SB3PPO("MlpPolicy", make_vec_env(TWINS[env_id], n_envs=n_envs, seed=0), seed=0, **hparams(batch_size))
     rollout_steps = n_envs * model.n_steps
     model.learn(rollout_steps)  # warm-up rollout
-    clock = {"collect_rollouts": 0.0, "train": 0.0, "step_torch": 0.0}
+    clock = {"collect_rollouts": 0.0, "train": 0.0, "step": 0.0}
     _timed(model, "collect_rollouts", clock)
     _timed(model, "train", clock)
-    vector_env = model.device_vector_env() if system.startswith("roboppo") else None
-    if vector_env is not None:
-        _timed(vector_env, "step_torch", clock)
+    vector_env = getattr(model.get_env().unwrapped, "vector_env", None)
+    if vector_env is not None:  # the batched env under SB3's VecEnv adapter and wrappers
+        _timed(vector_env, "step", clock)
     start = time.perf_counter()
     model.learn(rollouts * rollout_steps, reset_num_timesteps=False)
     seconds = time.perf_counter() - start
     result = {"sps": rollouts * rollout_steps / seconds, "seconds": seconds, "peak_mb": peak_rss_mb()}
     result["phases"] = {
-        "stepping": clock["step_torch"],
-        "inference": clock["collect_rollouts"] - clock["step_torch"],
+        "stepping": clock["step"],
+        "inference": clock["collect_rollouts"] - clock["step"],
         "training": clock["train"],
     }
     return result

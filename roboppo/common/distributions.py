@@ -1,17 +1,22 @@
-"""Tanh-squashed diagonal Gaussian that lives in pre-tanh space.
+"""Tanh-squashed diagonal Gaussian over a Box action space.
 
 The policy samples a pre-tanh action ``u ~ N(mean, std)``; the environment receives
-``a = tanh(u)`` rescaled to its Box. Rollouts store ``u``, never ``a``: recovering ``u``
-from a float32 ``a`` with a clamped ``atanh`` breaks down near ``|a| = 1``, which is
-exactly where a trained controller likes to push its actuators.
+``a = low + (tanh(u) + 1) * (high - low) / 2``. Two ways to score actions:
 
-Densities are those of the squashed action ``a`` in ``(-1, 1)``::
+- **SB3's contract (env space).** ``sample()``, ``mode()`` and ``log_prob(a)`` speak actions as
+  the environment sees them, as every caller outside PPO expects (``predict``, imitation's BC
+  and AIRL). ``log_prob(a)`` inverts the squashing (``u = atanh(...)``, clamped just inside the
+  Box) and returns the density of ``a`` in the Box::
 
-    log p(a) = log N(u; mean, std) - sum_i log(1 - tanh(u_i)^2)
+      log p(a) = log N(u; mean, std) - sum_i log(1 - tanh(u_i)^2) - sum_i log((high_i - low_i) / 2)
 
-with the numerically stable form ``log(1 - tanh(u)^2) = 2 * (log 2 - u - softplus(-2u))``
-(as in Brax's ``NormalTanhDistribution``). The affine map from ``(-1, 1)`` to
-``[low, high]`` only adds a constant, which cancels in PPO's probability ratio.
+- **PPO's own path (pre-tanh).** Rollouts store ``u``, never ``a``: recovering ``u`` from a
+  float32 ``a`` breaks down near ``|a| = 1``, which is where a trained controller likes to push
+  its actuators. :meth:`TanhNormalDistribution.pre_tanh_log_prob` scores ``u`` exactly; it
+  differs from ``log_prob(a)`` by the constant Box term, which cancels in PPO's ratio.
+
+``log(1 - tanh(u)^2)`` uses the stable form ``2 * (log 2 - u - softplus(-2u))`` (as in Brax's
+``NormalTanhDistribution``).
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from __future__ import annotations
 import math
 from typing import TypeVar
 
+import numpy as np
 import torch as th
 from stable_baselines3.common.distributions import DiagGaussianDistribution, sum_independent_dims
 from torch.distributions import Normal
@@ -28,6 +34,7 @@ SelfTanhNormal = TypeVar("SelfTanhNormal", bound="TanhNormalDistribution")
 
 LOG_2 = math.log(2.0)
 HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)  # the normal density's log-normalizer per dimension
+ATANH_LIMIT = 1.0 - 1e-6  # env-space actions on the Box edge are scored as this far inside it
 
 
 def tanh_log_det_jacobian(pre_tanh: th.Tensor) -> th.Tensor:
@@ -40,16 +47,24 @@ def tanh_log_det_jacobian(pre_tanh: th.Tensor) -> th.Tensor:
 
 
 class TanhNormalDistribution(DiagGaussianDistribution):
-    """Diagonal Gaussian over pre-tanh actions ``u``, densities of ``tanh(u)``.
+    """Diagonal Gaussian over pre-tanh actions, squashed by ``tanh`` and rescaled to ``[low, high]``.
 
-    ``sample()`` and ``mode()`` return pre-tanh actions ``[batch, action_dim]``;
-    the policy applies ``tanh`` and the Box rescaling when it hands actions to the env.
+    Entropy: a tanh-normal has no closed form. Both entropies are the one-sample,
+    reparameterised estimate ``H ~= H[N(mean, std)] + sum_i log(1 - tanh(u_i)^2)`` with
+    ``u = mean + std * eps`` (exact in expectation, differentiable in mean and std), as Brax's
+    PPO uses; :meth:`entropy` adds the Box term so that it is the entropy of the env-space action.
 
-    Entropy: a tanh-normal has no closed-form entropy. We use the one-sample,
-    reparameterised estimate ``H[a] ~= H[N(mean, std)] + sum_i log(1 - tanh(u_i)^2)``
-    with ``u = mean + std * eps`` (exact in expectation, differentiable in mean and std),
-    as Brax's PPO does. It is what ``ent_coef`` multiplies and what ``train/entropy_loss`` logs.
+    :param action_dim: number of action dimensions.
+    :param low: lower Box bounds (default -1).
+    :param high: upper Box bounds (default 1).
     """
+
+    def __init__(self, action_dim: int, low: np.ndarray | None = None, high: np.ndarray | None = None) -> None:
+        super().__init__(action_dim)
+        low_t = th.full((action_dim,), -1.0) if low is None else th.as_tensor(low, dtype=th.float32).flatten()
+        high_t = th.full((action_dim,), 1.0) if high is None else th.as_tensor(high, dtype=th.float32).flatten()
+        self.low, self.half_range = low_t, 0.5 * (high_t - low_t)
+        self.log_box_volume = float(th.log(self.half_range.double()).sum())  # log |da / d tanh(u)|
 
     def proba_distribution(self: SelfTanhNormal, mean_actions: th.Tensor, log_std: th.Tensor) -> SelfTanhNormal:
         """``N(mean, exp(log_std))`` over pre-tanh actions (argument validation off: it runs every minibatch)."""
@@ -57,21 +72,45 @@ class TanhNormalDistribution(DiagGaussianDistribution):
         self.distribution = Normal(mean_actions, action_std, validate_args=False)
         return self
 
-    def log_prob(self, actions: th.Tensor) -> th.Tensor:
-        """Log-density of ``tanh(actions)``, where ``actions`` are pre-tanh ``[batch, action_dim]``.
+    # -- env space (SB3's Distribution contract) ------------------------------------------------
 
-        :return: ``[batch]``
-        """
-        gaussian = sum_independent_dims(self.distribution.log_prob(actions))
-        return gaussian - tanh_log_det_jacobian(actions).sum(dim=-1)
+    def to_env(self, pre_tanh: th.Tensor) -> th.Tensor:
+        """Pre-tanh actions ``[batch, action_dim]`` -> env-space actions in ``[low, high]``."""
+        low, half_range = self.low.to(pre_tanh), self.half_range.to(pre_tanh)
+        return low + (th.tanh(pre_tanh) + 1.0) * half_range
+
+    def to_pre_tanh(self, actions: th.Tensor) -> th.Tensor:
+        """Env-space actions -> pre-tanh actions; the Box edges map to ``atanh(1 - 1e-6)``."""
+        actions = actions.to(self.distribution.mean.dtype)
+        low, half_range = self.low.to(actions), self.half_range.to(actions)
+        squashed = th.clamp((actions - low) / half_range - 1.0, -ATANH_LIMIT, ATANH_LIMIT)
+        return th.atanh(squashed)
+
+    def log_prob(self, actions: th.Tensor) -> th.Tensor:
+        """Log-density of env-space ``actions`` ``[batch, action_dim]`` in the Box, ``[batch]``."""
+        return self.pre_tanh_log_prob(self.to_pre_tanh(actions)) - self.log_box_volume
 
     def entropy(self) -> th.Tensor:
-        """One-sample reparameterised entropy estimate of the squashed action, ``[batch]``."""
+        """One-sample entropy estimate of the env-space action, ``[batch]``."""
+        return self.pre_tanh_entropy() + self.log_box_volume
+
+    def sample(self) -> th.Tensor:
+        """Env-space actions drawn from the policy."""
+        return self.to_env(self.distribution.rsample())
+
+    def mode(self) -> th.Tensor:
+        """The squashed mean in env space (the deterministic action)."""
+        return self.to_env(self.distribution.mean)
+
+    # -- pre-tanh space (PPO's exact path) ------------------------------------------------------
+
+    def pre_tanh_log_prob(self, pre_tanh: th.Tensor) -> th.Tensor:
+        """Log-density of ``tanh(pre_tanh)`` in ``(-1, 1)``, ``[batch]``: exact for what the rollout sampled."""
+        gaussian = sum_independent_dims(self.distribution.log_prob(pre_tanh))
+        return gaussian - tanh_log_det_jacobian(pre_tanh).sum(dim=-1)
+
+    def pre_tanh_entropy(self) -> th.Tensor:
+        """One-sample entropy estimate of ``tanh(u)`` in ``(-1, 1)``, ``[batch]``."""
         u = self.distribution.rsample()
         gaussian = sum_independent_dims(self.distribution.entropy())
         return gaussian + tanh_log_det_jacobian(u).sum(dim=-1)
-
-    def log_prob_from_params(self, mean_actions: th.Tensor, log_std: th.Tensor) -> tuple[th.Tensor, th.Tensor]:
-        """Sample pre-tanh actions and return them with their log-probabilities."""
-        actions = self.actions_from_params(mean_actions, log_std)
-        return actions, self.log_prob(actions)

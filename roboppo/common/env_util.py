@@ -58,21 +58,6 @@ def make_env_from_id(
     return VecFiniteCheck(venv)
 
 
-class VecRewardScale(VecEnvWrapper):
-    """Multiply rewards by a constant before PPO sees them (episode statistics stay unscaled)."""
-
-    def __init__(self, venv: VecEnv, scale: float) -> None:
-        super().__init__(venv)
-        self.scale = scale
-
-    def reset(self) -> VecEnvObs:
-        return self.venv.reset()
-
-    def step_wait(self) -> VecEnvStepReturn:
-        obs, rewards, dones, infos = self.venv.step_wait()
-        return obs, rewards * self.scale, dones, infos
-
-
 def env_name(venv: VecEnv) -> str:
     """The Gymnasium id of a vector env's first copy, or its class name when it has no spec."""
     try:
@@ -112,7 +97,7 @@ class VecFiniteCheck(VecEnvWrapper):
         self._check(rewards, "reward", where)
         for idx, info in enumerate(infos):
             if "terminal_observation" in info:
-                self._check(info["terminal_observation"][None], "terminal observation", where, offset=idx)
+                self._check(_as_batch(info["terminal_observation"]), "terminal observation", where, offset=idx)
         return obs, rewards, dones, infos
 
     def _check(self, values: Any, what: str, where: str, offset: int = 0) -> None:
@@ -130,3 +115,10 @@ class VecFiniteCheck(VecEnvWrapper):
             f"environment {self.name} (copy {index}) returned a non-finite {what} at {where}{action}. "
             "Training stopped before the bad value reached the networks; check the env's physics or reward."
         )
+
+
+def _as_batch(obs: Any) -> Any:
+    """One observation (an array or a dict of arrays) as a batch of one."""
+    if isinstance(obs, dict):
+        return {key: np.asarray(value)[None] for key, value in obs.items()}
+    return np.asarray(obs)[None]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 import torch as th
 from gymnasium import spaces
+from stable_baselines3.common.preprocessing import get_flattened_obs_dim
 from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 
 
@@ -63,34 +64,40 @@ class RunningMeanStd(th.nn.Module):
 
 
 class NormalizedFlattenExtractor(BaseFeaturesExtractor):
-    """Features extractor: normalize a flat Box observation with running statistics.
+    """Features extractor: normalize Box observations with running statistics, then flatten.
 
-    The statistics change only through :meth:`update`, which roboppo's PPO calls once per
-    rollout with the collected batch, never inside ``forward``.
+    The statistics have the observation's shape (any Box shape; images are normalized after
+    SB3's ``/ 255``). They change only through :meth:`update`, which roboppo's PPO calls once
+    per rollout with the collected batch, never inside ``forward``. Other observation spaces
+    (``Discrete``, ``MultiDiscrete``, ``MultiBinary``, one-hot encoded by SB3) are flattened
+    without normalization.
 
-    :param observation_space: a 1-D Box.
+    :param observation_space: the policy's observation space (not ``Dict``: use ``MultiInputPolicy``).
     :param clip: normalized observations are clipped to ``[-clip, clip]``.
     :param normalize: when False the extractor only flattens (statistics are still kept).
     """
 
-    def __init__(self, observation_space: spaces.Box, clip: float = 10.0, normalize: bool = True) -> None:
-        if not isinstance(observation_space, spaces.Box) or len(observation_space.shape) != 1:
+    def __init__(self, observation_space: spaces.Space, clip: float = 10.0, normalize: bool = True) -> None:
+        if isinstance(observation_space, spaces.Dict):
             raise ValueError(
-                f"roboppo's MlpPolicy needs a flat Box observation space, got {observation_space}; "
-                "flatten the observations with gymnasium.wrappers.FlattenObservation."
+                "roboppo's MlpPolicy takes one observation array, got a Dict observation space; "
+                'use "MultiInputPolicy" (SB3\'s policy for Dict observations).'
             )
-        super().__init__(observation_space, features_dim=int(observation_space.shape[0]))
+        super().__init__(observation_space, features_dim=get_flattened_obs_dim(observation_space))
         self.clip = clip
         self.normalize = normalize
-        self.obs_rms = RunningMeanStd(observation_space.shape)
+        self.has_statistics = isinstance(observation_space, spaces.Box)
+        shape = observation_space.shape if isinstance(observation_space, spaces.Box) else (self.features_dim,)
+        self.obs_rms = RunningMeanStd(tuple(shape))
 
     def forward(self, observations: th.Tensor) -> th.Tensor:
-        """``[batch, obs_dim]`` -> ``[batch, obs_dim]``"""
+        """``[batch, *obs_shape]`` -> ``[batch, features_dim]``"""
         observations = observations.float()
-        if not self.normalize:
-            return observations
-        return self.obs_rms.normalize(observations, self.clip)
+        if self.normalize and self.has_statistics:
+            observations = self.obs_rms.normalize(observations, self.clip)
+        return observations.flatten(start_dim=1)
 
     def update(self, observations: th.Tensor | np.ndarray) -> None:
-        """Fold raw observations ``[..., obs_dim]`` into the running statistics."""
-        self.obs_rms.update(observations)
+        """Fold preprocessed observations ``[..., *obs_shape]`` into the running statistics."""
+        if self.has_statistics:
+            self.obs_rms.update(observations)

@@ -8,6 +8,7 @@ the action head, the value head, each as torch ``Linear`` weight ``[out, in]`` a
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import jax
@@ -15,7 +16,22 @@ import jax.numpy as jnp
 import optax
 
 from roboppo.common.distributions import HALF_LOG_2PI, LOG_2
-from roboppo.ppo.jax_train import UpdateShape
+
+
+@dataclasses.dataclass(frozen=True)
+class UpdateShape:
+    """What the compiled update is specialised on (a new value compiles a new program, ~1 s)."""
+
+    n_samples: int
+    batch_size: int
+    n_epochs: int
+    pi_activations: tuple[str, ...]
+    vf_activations: tuple[str, ...]
+    normalize_advantage: bool
+    clip_values: bool
+    betas: tuple[float, float]
+    eps: float
+
 
 ACTIVATE = {"tanh": jnp.tanh, "relu": jax.nn.relu, "elu": jax.nn.elu, "silu": jax.nn.silu, "none": lambda x: x}
 
@@ -112,7 +128,7 @@ def update(
 
 
 def _loss(params: list, batch: list, noise: Any, hyper: dict, shape: UpdateShape) -> tuple[Any, Any]:
-    """PPO's loss on one minibatch and its statistics, as :func:`roboppo.ppo.lean_train._minibatch_loss`."""
+    """PPO's loss on one minibatch and its statistics, as :func:`roboppo.ppo.torch_train._minibatch_loss`."""
     pi_features, vf_features, actions, old_values, old_log_prob, advantages, returns = batch
     mean, values, log_std = _forward(params, pi_features, vf_features, shape)
     std = jnp.exp(log_std)

@@ -10,60 +10,44 @@ The policy stays a PyTorch module: its parameters and its Adam state go to JAX a
 :func:`train_with_jax` and come back at the end, so ``save``/``load``, ``predict``, callbacks
 and a later switch to the PyTorch loop see ordinary torch tensors. The losses, Adam (PyTorch's
 formula and state), gradient clipping, ``target_kl`` early stopping, shuffling (``th.randperm``,
-one per epoch, as :mod:`roboppo.ppo.lean_train`) and log keys are those of SB3's ``PPO.train``.
+one per epoch, :func:`~roboppo.ppo.update.epoch_orders`, as :mod:`roboppo.ppo.torch_train`) and
+statistics are those of SB3's ``PPO.train``.
 
-:func:`jax_unsupported` says why a model cannot take this path (not on the CPU, JAX missing,
-a policy other than roboppo's MLP, an optimizer other than plain Adam); PPO then trains with
-:func:`roboppo.ppo.lean_train.train_on_tensors`.
+:func:`unsupported` says why a policy cannot take this path (not on the CPU, JAX missing, not on
+the pre-tanh path, a network other than an MLP, an optimizer other than plain Adam); PPO then
+trains with :mod:`roboppo.ppo.torch_train`.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import math
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import torch as th
 
-from roboppo.common.distributions import TanhNormalDistribution
 from roboppo.common.normalization import NormalizedFlattenExtractor
-from roboppo.ppo.lean_train import log_train_stats
-
-if TYPE_CHECKING:
-    from roboppo.ppo.ppo import PPO
+from roboppo.ppo.policies import TanhGaussianPolicy
+from roboppo.ppo.update import RolloutBatch, UpdateSettings, UpdateStats, epoch_orders
 
 # torch activation modules the compiled network reproduces, by the name of their JAX twin
 ACTIVATIONS = {th.nn.Tanh: "tanh", th.nn.ReLU: "relu", th.nn.ELU: "elu", th.nn.SiLU: "silu"}
 
 
-@dataclasses.dataclass(frozen=True)
-class UpdateShape:
-    """What the compiled update is specialised on (a new value compiles a new program, ~1 s)."""
-
-    n_samples: int
-    batch_size: int
-    n_epochs: int
-    pi_activations: tuple[str, ...]
-    vf_activations: tuple[str, ...]
-    normalize_advantage: bool
-    clip_values: bool
-    betas: tuple[float, float]
-    eps: float
-
-
-def jax_unsupported(model: PPO) -> str | None:
-    """Why ``model`` cannot train through :func:`train_with_jax`, or None when it can."""
-    policy = model.policy
-    if model.device.type != "cpu":
-        return f"the model runs on {model.device} (the compiled update is for CPU training)"
+def unsupported(policy: TanhGaussianPolicy) -> str | None:
+    """Why ``policy`` cannot be trained by :func:`train`, or None when it can."""
+    if policy.device.type != "cpu":
+        return f"the model runs on {policy.device} (the compiled update is for CPU training)"
     try:
         import jax  # noqa: F401
         import optax  # noqa: F401
     except ImportError:
         return "JAX is not installed (pip install 'roboppo[brax]')"
-    if not isinstance(policy.action_dist, TanhNormalDistribution):
-        return f"the policy's distribution is {type(policy.action_dist).__name__}, not TanhNormalDistribution"
+    if not policy.uses_pre_tanh_path():
+        return (
+            f"the policy ({type(policy).__name__}, {type(policy.action_dist).__name__}) is not on the pre-tanh path "
+            "(tanh-squashed Box actions, SB3's sampling and scoring methods not overridden)"
+        )
     extractors = {policy.pi_features_extractor, policy.vf_features_extractor}
     if not all(isinstance(e, NormalizedFlattenExtractor) for e in extractors):
         return "the policy has a features extractor other than NormalizedFlattenExtractor"
@@ -77,7 +61,7 @@ def jax_unsupported(model: PPO) -> str | None:
         for module in net:
             if not isinstance(module, th.nn.Linear) and type(module) not in ACTIVATIONS:
                 return f"the MLP has a {type(module).__name__} layer (supported: Linear, {_activation_names()})"
-    covered = {id(p) for p in _torch_params(model)}
+    covered = {id(p) for p in _torch_params(policy)}
     if covered != {id(p) for p in policy.parameters() if p.requires_grad}:
         return "the policy has trainable parameters outside its MLP, action and value heads and log_std"
     return None
@@ -87,9 +71,8 @@ def _activation_names() -> str:
     return ", ".join(cls.__name__ for cls in ACTIVATIONS)
 
 
-def _torch_params(model: PPO) -> list[th.Tensor]:
+def _torch_params(policy: TanhGaussianPolicy) -> list[th.Tensor]:
     """The trainable parameters in the order the compiled update holds them."""
-    policy = model.policy
     linears: list[Any] = [
         *(m for m in policy.mlp_extractor.policy_net if isinstance(m, th.nn.Linear)),
         *(m for m in policy.mlp_extractor.value_net if isinstance(m, th.nn.Linear)),
@@ -99,8 +82,9 @@ def _torch_params(model: PPO) -> list[th.Tensor]:
     return [p for linear in linears for p in (linear.weight, linear.bias)] + [policy.log_std]
 
 
-def _update_shape(model: PPO, n_samples: int) -> UpdateShape:
-    policy = model.policy
+def _update_shape(policy: TanhGaussianPolicy, settings: UpdateSettings, n_samples: int) -> Any:
+    from roboppo.ppo.jax_program import UpdateShape
+
     group = policy.optimizer.param_groups[0]
 
     def activations(net: th.nn.Sequential) -> tuple[str, ...]:
@@ -115,44 +99,36 @@ def _update_shape(model: PPO, n_samples: int) -> UpdateShape:
 
     return UpdateShape(
         n_samples=n_samples,
-        batch_size=model.batch_size,
-        n_epochs=model.n_epochs,
+        batch_size=settings.batch_size,
+        n_epochs=settings.n_epochs,
         pi_activations=activations(policy.mlp_extractor.policy_net),
         vf_activations=activations(policy.mlp_extractor.value_net),
-        normalize_advantage=model.normalize_advantage,
-        clip_values=model.clip_range_vf is not None,
+        normalize_advantage=settings.normalize_advantage,
+        clip_values=settings.clip_range_vf is not None,
         betas=tuple(group["betas"]),
         eps=float(group["eps"]),
     )
 
 
-def train_with_jax(model: PPO) -> None:
-    """Run ``model.n_epochs`` epochs of clipped-surrogate updates on ``model.rollout_buffer`` in one XLA call."""
-    policy = model.policy
-    policy.set_training_mode(True)
-    model._update_learning_rate(policy.optimizer)
-    progress = model._current_progress_remaining
-    clip_range = float(model.clip_range(progress))  # type: ignore[operator]
-    clip_range_vf = float(model.clip_range_vf(progress)) if model.clip_range_vf is not None else None  # type: ignore[operator]
-    obs, actions, old_values, old_log_prob, advantages, returns = model.rollout_buffer.flat_tensors()  # type: ignore[attr-defined]
+def train(policy: TanhGaussianPolicy, batch: RolloutBatch, settings: UpdateSettings) -> UpdateStats:
+    """``settings.n_epochs`` epochs of PPO minibatch updates of ``policy`` on ``batch``, in one XLA call."""
+    obs, actions = batch.observations, batch.actions
     with th.no_grad():  # the observation statistics are fixed during training
-        pi_features = policy.pi_features_extractor(obs)
-        vf_features = pi_features if policy.share_features_extractor else policy.vf_features_extractor(obs)
+        pi_features, vf_features = policy.actor_critic_features(obs)
     n_samples = obs.shape[0]
-    orders = th.stack([th.randperm(n_samples) for _ in range(model.n_epochs)]).int()
-    noise = th.randn(model.n_epochs, n_samples, actions.shape[1])  # for the entropy estimate
-    params = _torch_params(model)
-    group = policy.optimizer.param_groups[0]
+    orders = epoch_orders(n_samples, settings.n_epochs).int()
+    noise = th.randn(settings.n_epochs, n_samples, actions.shape[1])  # for the entropy estimate
+    params = _torch_params(policy)
     hyper = {
-        "lr": group["lr"],
-        "clip_range": clip_range,
-        "clip_range_vf": clip_range_vf or 0.0,
-        "ent_coef": float(model.ent_coef),
-        "vf_coef": float(model.vf_coef),
-        "max_grad_norm": float(model.max_grad_norm),
-        "target_kl": math.inf if model.target_kl is None else 1.5 * float(model.target_kl),
+        "lr": settings.learning_rate,
+        "clip_range": settings.clip_range,
+        "clip_range_vf": settings.clip_range_vf or 0.0,
+        "ent_coef": settings.ent_coef,
+        "vf_coef": settings.vf_coef,
+        "max_grad_norm": settings.max_grad_norm,
+        "target_kl": math.inf if settings.target_kl is None else 1.5 * settings.target_kl,
     }
-    data = (pi_features, vf_features, actions, old_values, old_log_prob, advantages, returns)
+    data = (pi_features, vf_features, actions, batch.old_values, batch.old_log_prob, batch.advantages, batch.returns)
     result = _compiled_update()(
         [_to_numpy(p) for p in params],
         _adam_state(policy.optimizer, params),
@@ -160,13 +136,12 @@ def train_with_jax(model: PPO) -> None:
         _to_numpy(orders),
         _to_numpy(noise),
         hyper,
-        shape=_update_shape(model, n_samples),
+        shape=_update_shape(policy, settings, n_samples),
     )
     new_params, (step, exp_avg, exp_avg_sq), stat_sums, n_minibatches, epochs_run, last_loss = result
     _write_back(policy.optimizer, params, new_params, int(step), exp_avg, exp_avg_sq)
-    model._n_updates += int(epochs_run)
     means = (np.asarray(stat_sums) / max(int(n_minibatches), 1)).tolist()
-    log_train_stats(model, means, float(last_loss), clip_range, clip_range_vf)
+    return UpdateStats.from_means(means, float(last_loss), int(epochs_run))
 
 
 def _to_numpy(tensor: th.Tensor) -> np.ndarray:

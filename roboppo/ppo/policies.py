@@ -1,45 +1,50 @@
-"""roboppo's ``MlpPolicy``: a tanh-squashed Gaussian actor-critic with in-policy observation normalization."""
+"""roboppo's ``MlpPolicy``: SB3's actor-critic with tanh-squashed Box actions and in-policy normalization."""
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
 import torch as th
 from gymnasium import spaces
 from stable_baselines3.common.policies import ActorCriticPolicy
+from stable_baselines3.common.preprocessing import preprocess_obs
 from stable_baselines3.common.type_aliases import Schedule
 
 from roboppo.common.distributions import HALF_LOG_2PI, TanhNormalDistribution, tanh_log_det_jacobian
 from roboppo.common.normalization import NormalizedFlattenExtractor
 
+# The methods through which SB3 code samples and scores actions. A subclass that overrides one of
+# them keeps SB3's contract (env-space actions) everywhere, and PPO trains it through that contract.
+SB3_CONTRACT = ("forward", "evaluate_actions", "get_distribution", "_get_action_dist_from_latent", "extract_features")
+
 
 class TanhGaussianPolicy(ActorCriticPolicy):
-    """Actor-critic MLP whose actions are ``tanh`` of a diagonal Gaussian, rescaled to the Box.
+    """SB3's ``ActorCriticPolicy`` whose Box actions are ``tanh`` of a diagonal Gaussian, rescaled to the Box.
 
-    Differences from Stable-Baselines3's ``MlpPolicy``:
+    What differs from Stable-Baselines3's ``MlpPolicy``:
 
-    - ``forward`` and ``_predict`` return **pre-tanh** actions ``u``; the rollout buffer
-      stores them and ``evaluate_actions`` scores them, so log-probabilities are exact for
-      what was sampled. :meth:`unscale_action` maps ``u`` to ``low + (tanh(u) + 1) / 2 * (high - low)``;
-      SB3 calls it for every action sent to an env (rollouts, ``predict``, evaluation).
-    - Deterministic actions are the squashed mean, ``tanh(mean)``.
-    - Adam (SB3's ``eps=1e-5``) runs fused: one kernel per step instead of a dozen per parameter.
+    - Box actions with finite bounds come from a :class:`~roboppo.common.distributions.TanhNormalDistribution`:
+      always inside the Box, never clipped. ``forward``, ``predict``, ``get_distribution`` and
+      ``evaluate_actions`` speak env-space actions, as SB3's contract says. PPO itself samples and
+      scores pre-tanh actions through :meth:`rollout_actions` and :meth:`evaluate_pre_tanh`, so its
+      log-probabilities are exact. Other action spaces (``Discrete``, ``MultiDiscrete``,
+      ``MultiBinary``, unbounded Box) use SB3's distributions unchanged.
     - Observations are normalized by running statistics stored as buffers in the policy
-      (see :class:`~roboppo.common.normalization.NormalizedFlattenExtractor`); they are
-      updated by PPO once per rollout and saved inside the model zip.
+      (:class:`~roboppo.common.normalization.NormalizedFlattenExtractor`); PPO updates them once
+      per rollout and they are saved inside the model zip.
+    - Adam (SB3's ``eps=1e-5``) runs fused: one kernel per step instead of a dozen per parameter.
 
-    :param observation_space: flat Box observations.
-    :param action_space: Box actions with finite bounds.
+    :param observation_space: any observation space SB3's ``MlpPolicy`` takes (not ``Dict``).
+    :param action_space: any action space SB3's PPO takes.
     :param lr_schedule: learning-rate schedule.
-    :param normalize_obs: normalize observations with running statistics.
+    :param normalize_obs: normalize Box observations with running statistics.
     :param obs_clip: clip normalized observations to ``[-obs_clip, obs_clip]``.
     :param kwargs: every other keyword of SB3's ``ActorCriticPolicy`` (``net_arch``,
-        ``activation_fn``, ``log_std_init``, ``ortho_init``, ...).
+        ``activation_fn``, ``log_std_init``, ``ortho_init``, ...). ``use_sde=True`` with Box
+        actions is refused: gSDE's distribution has no tanh-Gaussian form here.
     """
-
-    _box_low: th.Tensor
-    _box_half_range: th.Tensor
 
     def __init__(
         self,
@@ -50,17 +55,18 @@ class TanhGaussianPolicy(ActorCriticPolicy):
         obs_clip: float = 10.0,
         **kwargs: Any,
     ) -> None:
-        if not isinstance(action_space, spaces.Box):
+        self.squashes_to_box = _bounded_box(action_space)
+        if kwargs.get("use_sde") and isinstance(action_space, spaces.Box):
             raise ValueError(
-                f"roboppo's tanh-Gaussian policy needs a continuous Box action space, got {action_space}. "
-                "Use stable_baselines3.PPO for discrete actions."
+                "roboppo's MlpPolicy (tanh-Gaussian) does not implement gSDE; pass use_sde=False, or "
+                "policy=stable_baselines3.common.policies.ActorCriticPolicy for SB3's gSDE policy."
             )
-        if not np.all(np.isfinite(action_space.low)) or not np.all(np.isfinite(action_space.high)):
-            raise ValueError(
-                f"the action space {action_space} needs finite low and high bounds to rescale tanh actions."
+        if isinstance(action_space, spaces.Box) and not self.squashes_to_box:
+            warnings.warn(
+                f"the action space {action_space} has infinite bounds, so roboppo's MlpPolicy cannot squash "
+                "actions into it with tanh; it uses SB3's Gaussian (actions clipped to the Box) instead.",
+                stacklevel=2,
             )
-        if kwargs.get("use_sde"):
-            raise ValueError("roboppo's tanh-Gaussian policy does not support use_sde=True.")
         kwargs.setdefault("features_extractor_class", NormalizedFlattenExtractor)
         if kwargs.get("optimizer_class", th.optim.Adam) is th.optim.Adam and kwargs.get("optimizer_kwargs") is None:
             kwargs["optimizer_kwargs"] = {"eps": 1e-5, "fused": True}  # SB3's eps; one fused kernel per step
@@ -73,59 +79,57 @@ class TanhGaussianPolicy(ActorCriticPolicy):
         self.normalize_obs = normalize_obs
         self.obs_clip = obs_clip
 
-    @property
-    def squash_output(self) -> bool:
-        """Always True: SB3 then routes every action through :meth:`unscale_action`."""
-        return True
-
     def _build(self, lr_schedule: Schedule) -> None:
-        assert isinstance(self.action_space, spaces.Box)
-        self.action_dist = TanhNormalDistribution(int(np.prod(self.action_space.shape)))
-        low, high = (th.as_tensor(bound, dtype=th.float32) for bound in (self.action_space.low, self.action_space.high))
-        self.register_buffer("_box_low", low, persistent=False)  # for squash_to_box; not saved
-        self.register_buffer("_box_half_range", 0.5 * (high - low), persistent=False)
+        if self.squashes_to_box:
+            assert isinstance(self.action_space, spaces.Box)
+            box = self.action_space
+            self.action_dist = TanhNormalDistribution(int(np.prod(box.shape)), box.low, box.high)
         super()._build(lr_schedule)
 
-    def unscale_action(self, scaled_action: np.ndarray) -> np.ndarray:
-        """Map pre-tanh actions ``u`` ``[batch, action_dim]`` into the Box.
+    def uses_pre_tanh_path(self) -> bool:
+        """Whether PPO may sample and score pre-tanh actions (:meth:`rollout_actions`, :meth:`evaluate_pre_tanh`).
 
-        ``a = low + (tanh(u) + 1) / 2 * (high - low)``
+        True for tanh-squashed Box actions unless a subclass overrides one of SB3's sampling or
+        scoring methods (``SB3_CONTRACT``); then PPO goes through those methods, in env space.
         """
-        assert isinstance(self.action_space, spaces.Box)
-        low, high = self.action_space.low, self.action_space.high
-        squashed = np.tanh(scaled_action)
-        return (low + 0.5 * (squashed + 1.0) * (high - low)).astype(self.action_space.dtype)
+        if type(self.action_dist) is not TanhNormalDistribution:
+            return False
+        return all(getattr(type(self), name) is getattr(TanhGaussianPolicy, name) for name in SB3_CONTRACT)
 
-    def squash_to_box(self, pre_tanh: th.Tensor) -> th.Tensor:
-        """Torch twin of :meth:`unscale_action` for rollouts that stay on the device, ``[batch, action_dim]``."""
-        low, half_range = self._box_low, self._box_half_range
-        if low.device != pre_tanh.device:
-            low, half_range = low.to(pre_tanh.device), half_range.to(pre_tanh.device)
-        return low + (th.tanh(pre_tanh) + 1.0) * half_range
-
-    def forward_rollout(self, obs: th.Tensor) -> tuple[th.Tensor, th.Tensor, th.Tensor]:
-        """What ``forward(obs)`` returns, with less work per call (rollouts call it every vector step).
+    def rollout_actions(self, obs: th.Tensor) -> tuple[th.Tensor, th.Tensor, th.Tensor, th.Tensor]:
+        """One rollout step: what ``forward(obs)`` samples, with less work per call and the pre-tanh action kept.
 
         Samples ``u = mean + std * noise`` directly instead of building SB3's distribution objects.
 
-        :param obs: raw observations ``[batch, obs_dim]``.
-        :return: pre-tanh actions ``[batch, action_dim]``, values ``[batch, 1]``, log-probabilities ``[batch]``.
+        :param obs: observations ``[batch, *obs_shape]`` as a tensor.
+        :return: pre-tanh actions ``[batch, action_dim]``, env-space actions ``[batch, action_dim]``,
+            values ``[batch, 1]``, pre-tanh log-probabilities ``[batch]``.
         """
-        pi_features = self.pi_features_extractor(obs)
-        vf_features = pi_features if self.share_features_extractor else self.vf_features_extractor(obs)
+        assert isinstance(self.action_dist, TanhNormalDistribution), "only for tanh-squashed Box actions"
+        pi_features, vf_features = self.actor_critic_features(obs)
         mean = self.action_net(self.mlp_extractor.forward_actor(pi_features))
         values = self.value_net(self.mlp_extractor.forward_critic(vf_features))
         noise = th.randn_like(mean)
         actions = mean + self.log_std.exp() * noise
         gaussian = (-0.5 * noise.square() - self.log_std - HALF_LOG_2PI).sum(dim=-1)
-        return actions, values, gaussian - tanh_log_det_jacobian(actions).sum(dim=-1)
+        log_probs = gaussian - tanh_log_det_jacobian(actions).sum(dim=-1)
+        return actions, self.action_dist.to_env(actions), values, log_probs
 
-    def scale_action(self, action: np.ndarray) -> np.ndarray:
-        """Inverse of :meth:`unscale_action` for actions strictly inside the Box (pre-tanh result)."""
-        assert isinstance(self.action_space, spaces.Box)
-        low, high = self.action_space.low, self.action_space.high
-        squashed = 2.0 * (np.asarray(action, dtype=np.float64) - low) / (high - low) - 1.0
-        return np.arctanh(np.clip(squashed, -1.0 + 1e-6, 1.0 - 1e-6))
+    def evaluate_pre_tanh(self, obs: th.Tensor, pre_tanh: th.Tensor) -> tuple[th.Tensor, th.Tensor, th.Tensor]:
+        """``evaluate_actions`` for pre-tanh actions: values ``[batch, 1]``, exact log-probs and entropy ``[batch]``."""
+        pi_features, vf_features = self.actor_critic_features(obs)
+        latent_pi = self.mlp_extractor.forward_actor(pi_features)
+        latent_vf = self.mlp_extractor.forward_critic(vf_features)
+        distribution = self._get_action_dist_from_latent(latent_pi)
+        assert isinstance(distribution, TanhNormalDistribution)
+        return self.value_net(latent_vf), distribution.pre_tanh_log_prob(pre_tanh), distribution.pre_tanh_entropy()
+
+    def actor_critic_features(self, obs: th.Tensor) -> tuple[th.Tensor, th.Tensor]:
+        """The actor's and the critic's features of ``obs`` (the same tensor when they share an extractor)."""
+        features = self.extract_features(obs)
+        if isinstance(features, tuple):
+            return features
+        return features, features
 
     def observation_normalizers(self) -> list[NormalizedFlattenExtractor]:
         """The distinct normalizing extractors of this policy (two when actor and critic do not share one)."""
@@ -133,13 +137,21 @@ class TanhGaussianPolicy(ActorCriticPolicy):
         return [m for m in extractors.values() if isinstance(m, NormalizedFlattenExtractor)]
 
     def update_obs_normalizer(self, observations: th.Tensor | np.ndarray) -> None:
-        """Fold raw observations ``[..., obs_dim]`` into the running statistics."""
-        for normalizer in self.observation_normalizers():
-            normalizer.update(observations)
+        """Fold raw observations ``[..., *obs_shape]`` (as the env returns them) into the running statistics."""
+        normalizers = self.observation_normalizers()
+        if not normalizers or not isinstance(self.observation_space, spaces.Box):
+            return
+        batch = th.as_tensor(observations, device=self.device).reshape(-1, *self.observation_space.shape)
+        preprocessed = preprocess_obs(batch, self.observation_space, normalize_images=self.normalize_images)
+        assert isinstance(preprocessed, th.Tensor)
+        for normalizer in normalizers:
+            normalizer.update(preprocessed)
 
     def _get_constructor_parameters(self) -> dict[str, Any]:
         data = super()._get_constructor_parameters()
         data.update(normalize_obs=self.normalize_obs, obs_clip=self.obs_clip)
-        data.pop("squash_output", None)
-        data.pop("use_sde", None)
         return data
+
+
+def _bounded_box(space: spaces.Space) -> bool:
+    return isinstance(space, spaces.Box) and bool(np.all(np.isfinite(space.low)) and np.all(np.isfinite(space.high)))

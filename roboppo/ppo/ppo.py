@@ -1,29 +1,33 @@
-"""roboppo's PPO: Stable-Baselines3's PPO with a tanh-Gaussian policy and in-policy normalization."""
+"""roboppo's PPO: Stable-Baselines3's PPO with a tanh-Gaussian policy, in-policy normalization and a compiled update."""
 
 from __future__ import annotations
 
+import inspect
+import io
 import os
 import pathlib
-import pickle
 import zipfile
 from collections.abc import Iterable
 from typing import Any, ClassVar, TypeVar
 
+import numpy as np
 import torch as th
+from gymnasium import spaces
 from stable_baselines3 import PPO as SB3PPO
 from stable_baselines3.common.buffers import RolloutBuffer
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.policies import BasePolicy
 from stable_baselines3.common.type_aliases import GymEnv
+from stable_baselines3.common.utils import explained_variance, obs_as_tensor
 from stable_baselines3.common.vec_env import VecEnv, unwrap_vec_wrapper
 
 import roboppo_envs
-from roboppo.common.env_util import VecFiniteCheck, VecRewardScale, make_env_from_id
+from roboppo.common.env_util import VecFiniteCheck, make_env_from_id
 from roboppo.common.errors import ModelLoadError
-from roboppo.ppo.device_rollout import DeviceRolloutBuffer, collect_on_device
-from roboppo.ppo.jax_train import jax_unsupported, train_with_jax
-from roboppo.ppo.lean_train import train_on_tensors
+from roboppo.ppo import jax_train, torch_train
 from roboppo.ppo.policies import TanhGaussianPolicy
+from roboppo.ppo.rollout import flat_batch, policy_actions, truncation_values
+from roboppo.ppo.update import UpdateSettings, UpdateStats
 
 SelfPPO = TypeVar("SelfPPO", bound="PPO")
 
@@ -35,59 +39,59 @@ BRAX_DEFAULTS = {
     "cpu": {"n_envs": 32, "n_steps": 64, "batch_size": 512, "n_epochs": 4},
 }
 
-
 TRAIN_BACKENDS = ("auto", "jax", "torch")
+
+_SB3_SIGNATURE = inspect.signature(SB3PPO.__init__)
 
 
 class PPO(SB3PPO):
-    """Proximal Policy Optimization for robot control (a subclass of SB3's ``PPO``).
+    """Proximal Policy Optimization for robot control: a subclass of SB3's ``PPO`` that behaves like it.
 
-    Everything SB3's PPO accepts works the same way (``learn``, ``save``/``load``,
-    ``predict``, callbacks, ``progress_bar``, ``tensorboard_log``, ``set_env``, seeds).
-    What roboppo adds:
+    Every argument of ``stable_baselines3.PPO`` is accepted, positionally or by keyword, with
+    the same meaning and default. What roboppo adds (the README's "Differences from SB3"):
 
-    - ``"MlpPolicy"`` is :class:`~roboppo.ppo.policies.TanhGaussianPolicy`: tanh-squashed
-      Gaussian actions with exact log-probabilities, and observation normalization inside
-      the policy, so the saved zip is all a user needs.
-    - ``env`` may be a registered id (``"RoboHopper-v0"``): the vectorized env is built with
-      ``n_envs`` copies, seeded from ``seed``.
-    - The observation statistics are updated once per rollout from the collected batch,
-      *after* the gradient steps on that batch, so that the log-probabilities stored during
-      the rollout are exactly those the first minibatch re-evaluates (ratio = 1).
+    - ``"MlpPolicy"`` is :class:`~roboppo.ppo.policies.TanhGaussianPolicy`: tanh-squashed Gaussian
+      Box actions and observation normalization inside the policy, so the saved zip is all a user
+      needs. SB3's other aliases (``"CnnPolicy"``, ``"MultiInputPolicy"``) are SB3's policies.
+    - ``env`` may be a registered id (``"RoboHopper-v0"``): ``n_envs`` copies are built, seeded
+      from ``seed`` (for Brax ids, left-out ``n_envs``, ``n_steps``, ``batch_size`` and
+      ``n_epochs`` default to :data:`BRAX_DEFAULTS` for the device torch uses).
+    - ``reward_scale`` multiplies the rewards PPO learns from (not the episode statistics).
+    - Rollouts store pre-tanh actions and their exact log-probabilities; the update runs every
+      epoch and minibatch of a rollout in one compiled JAX call on the CPU (``train_backend``).
+    - Observation statistics are updated once per rollout, *after* the gradient steps on that
+      rollout, so the first minibatch's probability ratio is exactly 1.
     - Training stops with an error naming the env and step if it returns NaN or inf.
-    - roboppo's batched vector envs (the MuJoCo robots stepped by worker threads, the Brax
-      robots by JAX) are rolled out as torch tensors from env to minibatch, one policy call
-      per vector step and no per-env Python work (see :mod:`roboppo.ppo.device_rollout`). For
-      Brax ids, left-out ``n_envs``, ``n_steps``, ``batch_size`` and ``n_epochs`` default to
-      :data:`BRAX_DEFAULTS` for the device torch uses.
-    - On the CPU those rollouts are trained in one compiled JAX call each (every epoch and
-      minibatch inside ``jax.lax.scan``; same steps as the PyTorch loop), see ``train_backend``.
-    - Extra TensorBoard scalars: ``obs_norm/*`` (normalizer statistics).
+    - ``set_env`` accepts an env with another number of copies; ``save`` never leaves a
+      half-written file; extra TensorBoard scalars ``obs_norm/*``.
 
-    :param policy: ``"MlpPolicy"`` or a policy class.
+    :param policy: ``"MlpPolicy"``, another SB3 alias, or a policy class.
     :param env: a Gymnasium env, an SB3 ``VecEnv`` or a registered env id.
+    :param args: SB3's PPO arguments after ``env``, positionally (``learning_rate``, ``n_steps``, ...).
     :param n_envs: number of env copies when ``env`` is an id (ignored otherwise; default 1,
         or :data:`BRAX_DEFAULTS` for Brax ids).
     :param env_kwargs: keyword arguments for ``gym.make`` / ``gym.make_vec`` when ``env`` is an id.
     :param reward_scale: rewards are multiplied by this before GAE (episode statistics are not).
-    :param train_backend: how batched-env rollouts are trained: ``"jax"`` runs every epoch and
+    :param train_backend: how roboppo's policy is updated: ``"jax"`` runs every epoch and
         minibatch of a rollout in one compiled JAX call (CPU only; about 10x less time than
-        PyTorch for small networks), ``"torch"`` the PyTorch loop of
-        :mod:`roboppo.ppo.lean_train`, ``"auto"`` (default) ``"jax"`` when the model can take it
-        (on the CPU, JAX installed, roboppo's MLP policy with Adam), else ``"torch"``.
-    :param kwargs: every other keyword argument of ``stable_baselines3.PPO``.
+        PyTorch for small networks), ``"torch"`` the PyTorch loop of :mod:`roboppo.ppo.torch_train`,
+        ``"auto"`` (default) ``"jax"`` when the policy can take it (see
+        :func:`roboppo.ppo.jax_train.unsupported`), else ``"torch"``. Other policies train with
+        SB3's own ``train``.
+    :param kwargs: SB3's PPO arguments by keyword.
     """
 
-    policy_aliases: ClassVar[dict[str, type[BasePolicy]]] = {"MlpPolicy": TanhGaussianPolicy}
-    policy: TanhGaussianPolicy
-    _episode_returns: th.Tensor | None = None  # running return of each env copy (device rollouts)
-    _episode_lengths: th.Tensor
+    policy_aliases: ClassVar[dict[str, type[BasePolicy]]] = {
+        **SB3PPO.policy_aliases,
+        "MlpPolicy": TanhGaussianPolicy,
+    }
+    rollout_buffer: RolloutBuffer
 
     def __init__(
         self,
-        policy: str | type[TanhGaussianPolicy],
+        policy: str | type[BasePolicy],
         env: GymEnv | str | None,
-        *,
+        *args: Any,
         n_envs: int | None = None,
         env_kwargs: dict[str, Any] | None = None,
         reward_scale: float = 1.0,
@@ -98,56 +102,19 @@ class PPO(SB3PPO):
             raise ValueError(f"train_backend must be one of {TRAIN_BACKENDS}, got {train_backend!r}.")
         self.reward_scale = reward_scale
         self.train_backend = train_backend
+        given = _SB3_SIGNATURE.bind_partial(self, policy, env, *args, **kwargs).arguments
+        given.pop("self")
         if isinstance(env, str):
             if roboppo_envs.is_brax_id(env):
                 defaults = BRAX_DEFAULTS["gpu" if th.cuda.is_available() else "cpu"]
                 n_envs = defaults["n_envs"] if n_envs is None else n_envs
-                kwargs = {key: value for key, value in defaults.items() if key != "n_envs"} | kwargs
-            env = make_env_from_id(
-                env, n_envs=1 if n_envs is None else n_envs, seed=kwargs.get("seed"), env_kwargs=env_kwargs
+                given = {key: value for key, value in defaults.items() if key != "n_envs"} | given
+            given["env"] = make_env_from_id(
+                env, n_envs=1 if n_envs is None else n_envs, seed=given.get("seed"), env_kwargs=env_kwargs
             )
-        super().__init__(policy, env, **kwargs)  # type: ignore[arg-type]
-        if self.env is not None and reward_scale != 1.0:
-            self.env = VecRewardScale(self.env, reward_scale)
+        super().__init__(**given)
 
-    def set_env(self, env: GymEnv, force_reset: bool = True) -> None:
-        super().set_env(env, force_reset)
-        assert self.env is not None
-        if self.reward_scale != 1.0 and unwrap_vec_wrapper(self.env, VecRewardScale) is None:
-            self.env = VecRewardScale(self.env, self.reward_scale)  # type: ignore[arg-type]
-
-    def device_vector_env(self, env: VecEnv | None = None) -> Any | None:
-        """The env's batched vector env (one with ``step_torch``), or None.
-
-        None also when the policy is not roboppo's (SB3's own policies go through SB3's rollouts).
-        """
-        if not issubclass(self.policy_class, TanhGaussianPolicy):
-            return None
-        env = env if env is not None else self.env
-        vector_env = getattr(env.unwrapped, "vector_env", None) if env is not None else None
-        return vector_env if hasattr(vector_env, "step_torch") else None
-
-    def _setup_model(self) -> None:
-        if self.rollout_buffer_class is None and self.device_vector_env() is not None:
-            self.rollout_buffer_class = DeviceRolloutBuffer  # type: ignore[assignment]
-        super()._setup_model()
-
-    def collect_rollouts(
-        self, env: VecEnv, callback: BaseCallback, rollout_buffer: RolloutBuffer, n_rollout_steps: int
-    ) -> bool:
-        """SB3's rollout collection, or :func:`collect_on_device` for device-stepped envs."""
-        vector_env = self.device_vector_env(env)
-        if vector_env is None:
-            return super().collect_rollouts(env, callback, rollout_buffer, n_rollout_steps)
-        if not isinstance(self.rollout_buffer, DeviceRolloutBuffer):
-            self.rollout_buffer = DeviceRolloutBuffer(  # type: ignore[assignment]
-                self.n_steps, self.observation_space, self.action_space, self.device,
-                self.gae_lambda, self.gamma, env.num_envs,
-            )  # fmt: skip
-        if self._episode_returns is None or self._episode_returns.shape[0] != env.num_envs:
-            self._episode_returns = th.zeros(env.num_envs, device=self.device)
-            self._episode_lengths = th.zeros(env.num_envs, device=self.device)
-        return collect_on_device(self, vector_env, callback, n_rollout_steps)
+    # -- environments -------------------------------------------------------------------------
 
     @staticmethod
     def _wrap_env(env: GymEnv, verbose: int = 0, monitor_wrapper: bool = True) -> VecEnv:
@@ -156,42 +123,147 @@ class PPO(SB3PPO):
             venv = VecFiniteCheck(venv)
         return venv
 
-    def _excluded_save_params(self) -> list[str]:
-        return [*super()._excluded_save_params(), "_episode_returns", "_episode_lengths"]
+    def set_env(self, env: GymEnv, force_reset: bool = True) -> None:
+        """SB3's ``set_env``; an env with another number of copies is accepted (the rollout buffer follows it)."""
+        venv = self._wrap_env(env, self.verbose)
+        if venv.num_envs != self.n_envs:
+            self.n_envs = venv.num_envs
+            buffer_class = self.rollout_buffer_class
+            assert buffer_class is not None, "_setup_model chose the buffer class"
+            self.rollout_buffer = buffer_class(
+                self.n_steps, self.observation_space, self.action_space, device=self.device, gamma=self.gamma,
+                gae_lambda=self.gae_lambda, n_envs=self.n_envs, **self.rollout_buffer_kwargs,
+            )  # fmt: skip
+        super().set_env(venv, force_reset)
+
+    def _maybe_recommend_cpu(self, mlp_class_name: str = "ActorCriticPolicy") -> None:
+        """SB3's advice to run MLP policies on the CPU, for roboppo's ``MlpPolicy`` too."""
+        if self.policy_class is TanhGaussianPolicy:
+            mlp_class_name = TanhGaussianPolicy.__name__
+        super()._maybe_recommend_cpu(mlp_class_name)
+
+    # -- rollouts -------------------------------------------------------------------------------
+
+    def collect_rollouts(
+        self, env: VecEnv, callback: BaseCallback, rollout_buffer: RolloutBuffer, n_rollout_steps: int
+    ) -> bool:
+        """SB3's ``collect_rollouts``, with the policy's actions from :func:`~roboppo.ppo.rollout.policy_actions`,
+        one batched value call for time-limit bootstraps and rewards multiplied by ``reward_scale``.
+
+        Callbacks see SB3's ``locals`` (NumPy ``dones``, ``infos``, ``rewards`` as the env returned them,
+        ``actions`` as stored, ``clipped_actions`` as sent to the env).
+        """
+        assert self._last_obs is not None, "No previous observation was provided"
+        self.policy.set_training_mode(False)
+        n_steps = 0
+        rollout_buffer.reset()
+        if self.use_sde:
+            self.policy.reset_noise(env.num_envs)
+        callback.on_rollout_start()
+        while n_steps < n_rollout_steps:
+            if self.use_sde and self.sde_sample_freq > 0 and n_steps % self.sde_sample_freq == 0:
+                self.policy.reset_noise(env.num_envs)
+            with th.no_grad():
+                obs_tensor = obs_as_tensor(self._last_obs, self.device)  # type: ignore[arg-type]
+                actions, clipped_actions, values, log_probs = policy_actions(self.policy, obs_tensor)
+            new_obs, rewards, dones, infos = env.step(clipped_actions)
+            self.num_timesteps += env.num_envs
+            callback.update_locals(locals())
+            if not callback.on_step():
+                return False
+            ended = np.flatnonzero(dones)
+            if ended.size:
+                self._update_info_buffer([infos[i] for i in ended], dones[ended])
+            n_steps += 1
+            if isinstance(self.action_space, spaces.Discrete):
+                actions = actions.reshape(-1, 1)
+            learning_rewards = self.reward_scale * rewards
+            if ended.size:
+                learning_rewards = learning_rewards + self.gamma * truncation_values(self.policy, infos, ended)
+            rollout_buffer.add(
+                self._last_obs,  # type: ignore[arg-type]
+                actions,
+                learning_rewards,
+                self._last_episode_starts,  # type: ignore[arg-type]
+                values,
+                log_probs,
+            )
+            self._last_obs = new_obs  # type: ignore[assignment]
+            self._last_episode_starts = dones
+        with th.no_grad():
+            values = self.policy.predict_values(obs_as_tensor(new_obs, self.device))  # type: ignore[arg-type]
+        rollout_buffer.compute_returns_and_advantage(last_values=values, dones=dones)
+        callback.update_locals(locals())
+        callback.on_rollout_end()
+        return True
+
+    # -- training -------------------------------------------------------------------------------
 
     def train(self) -> None:
         """PPO epochs on the current rollout, then one update of the observation statistics.
 
-        Rollouts held as torch tensors train through :func:`~roboppo.ppo.jax_train.train_with_jax`
-        (one compiled call per rollout; see ``train_backend``) or
-        :func:`~roboppo.ppo.lean_train.train_on_tensors` (same losses and logs as SB3's ``train``,
-        less work per minibatch).
+        roboppo's policy on its pre-tanh path trains through :mod:`~roboppo.ppo.jax_train` or
+        :mod:`~roboppo.ppo.torch_train` (see ``train_backend``); any other policy through SB3's ``train``.
         """
-        if isinstance(self.rollout_buffer, DeviceRolloutBuffer) and self._uses_jax_training():
-            train_with_jax(self)
-        elif isinstance(self.rollout_buffer, DeviceRolloutBuffer):
-            train_on_tensors(self)
+        if isinstance(self.policy, TanhGaussianPolicy) and self.policy.uses_pre_tanh_path():
+            self._train_pre_tanh(self.policy)
         else:
             super().train()
         self._update_obs_normalizer()
 
-    def _uses_jax_training(self) -> bool:
-        """Whether :meth:`train` goes through JAX; ``train_backend="jax"`` that cannot raises, naming why."""
+    def _train_pre_tanh(self, policy: TanhGaussianPolicy) -> None:
+        policy.set_training_mode(True)
+        self._update_learning_rate(policy.optimizer)
+        settings = self._update_settings(policy)
+        backend = jax_train if self._uses_jax_training(policy) else torch_train
+        stats = backend.train(policy, flat_batch(self.rollout_buffer, self.device), settings)
+        self._n_updates += stats.epochs
+        self._record_update(stats, settings)
+
+    def _update_settings(self, policy: TanhGaussianPolicy) -> UpdateSettings:
+        progress = self._current_progress_remaining
+        return UpdateSettings(
+            n_epochs=self.n_epochs,
+            batch_size=self.batch_size,
+            learning_rate=float(policy.optimizer.param_groups[0]["lr"]),
+            clip_range=float(self.clip_range(progress)),  # type: ignore[operator]
+            clip_range_vf=None if self.clip_range_vf is None else float(self.clip_range_vf(progress)),  # type: ignore[operator]
+            ent_coef=float(self.ent_coef),
+            vf_coef=float(self.vf_coef),
+            max_grad_norm=float(self.max_grad_norm),
+            target_kl=None if self.target_kl is None else float(self.target_kl),
+            normalize_advantage=self.normalize_advantage,
+        )
+
+    def _uses_jax_training(self, policy: TanhGaussianPolicy) -> bool:
+        """Whether the compiled update trains ``policy``; ``train_backend="jax"`` that cannot raises, naming why."""
         backend = getattr(self, "train_backend", "auto")  # models saved before the option train as "auto"
         if backend == "torch":
             return False
-        reason = jax_unsupported(self)
+        reason = jax_train.unsupported(policy)
         if reason is not None and backend == "jax":
             raise ValueError(f"train_backend='jax' cannot train this model: {reason}. Use train_backend='torch'.")
         return reason is None
 
+    def _record_update(self, stats: UpdateStats, settings: UpdateSettings) -> None:
+        """SB3's ``train/*`` log keys."""
+        buffer = self.rollout_buffer
+        for key in ("entropy_loss", "policy_gradient_loss", "value_loss", "approx_kl", "clip_fraction", "loss"):
+            self.logger.record(f"train/{key}", getattr(stats, key))
+        self.logger.record(
+            "train/explained_variance", explained_variance(buffer.values.flatten(), buffer.returns.flatten())
+        )
+        self.logger.record("train/std", th.exp(self.policy.log_std).mean().item())
+        self.logger.record("train/n_updates", self._n_updates, exclude="tensorboard")
+        self.logger.record("train/clip_range", settings.clip_range)
+        if settings.clip_range_vf is not None:
+            self.logger.record("train/clip_range_vf", settings.clip_range_vf)
+
     def _update_obs_normalizer(self) -> None:
-        if not isinstance(self.policy, TanhGaussianPolicy):  # a user-supplied SB3 policy has no normalizer
+        if not isinstance(self.policy, TanhGaussianPolicy) or isinstance(self.rollout_buffer.observations, dict):
             return
-        observations = self.rollout_buffer.observations
-        assert not isinstance(observations, dict), "roboppo's MlpPolicy takes flat Box observations"
-        self.policy.update_obs_normalizer(observations)
-        normalizers = self.policy.observation_normalizers()
+        self.policy.update_obs_normalizer(self.rollout_buffer.observations)
+        normalizers = [n for n in self.policy.observation_normalizers() if n.has_statistics]
         if not normalizers:
             return
         stats = normalizers[0].obs_rms
@@ -200,9 +272,11 @@ class PPO(SB3PPO):
         self.logger.record("obs_norm/std_mean", th.sqrt(stats.var).mean().item())
         self.logger.record("obs_norm/std_min", th.sqrt(stats.var).min().item())
 
+    # -- files ----------------------------------------------------------------------------------
+
     def save(
         self,
-        path: str | pathlib.Path | Any,
+        path: str | pathlib.Path | io.BufferedIOBase,
         exclude: Iterable[str] | None = None,
         include: Iterable[str] | None = None,
     ) -> None:
@@ -210,6 +284,7 @@ class PPO(SB3PPO):
 
         A path gets ``.zip`` appended when it has no suffix. The file is written next to its
         target and renamed into place, so an interrupted save never leaves a half-written model.
+        File objects are written as SB3 writes them.
         """
         if not isinstance(path, (str, pathlib.Path)):
             super().save(path, exclude, include)
@@ -228,7 +303,7 @@ class PPO(SB3PPO):
     @classmethod
     def load(  # type: ignore[override]
         cls: type[SelfPPO],
-        path: str | pathlib.Path,
+        path: str | pathlib.Path | io.BufferedIOBase,
         env: GymEnv | None = None,
         device: th.device | str = "auto",
         custom_objects: dict[str, Any] | None = None,
@@ -236,27 +311,17 @@ class PPO(SB3PPO):
         force_reset: bool = True,
         **kwargs: Any,
     ) -> SelfPPO:
-        """Load a model saved by :meth:`save`; a missing or unreadable file raises a clear error.
+        """SB3's ``load``; a path that is missing or not a model zip raises a clear error first.
+
+        Errors about the model and ``env`` (for example "Observation spaces do not match") are SB3's.
 
         :raises FileNotFoundError: neither ``path`` nor ``path + ".zip"`` exists.
-        :raises ModelLoadError: the file exists but is not a readable model zip.
+        :raises ModelLoadError: the file exists but is not a complete model zip.
         """
-        resolved = _resolve_model_path(path)
-        try:
-            return super().load(resolved, env, device, custom_objects, print_system_info, force_reset, **kwargs)
-        except (
-            zipfile.BadZipFile,
-            KeyError,
-            EOFError,
-            pickle.UnpicklingError,
-            RuntimeError,
-            ValueError,
-            AssertionError,
-        ) as error:
-            raise ModelLoadError(
-                f"cannot load a model from {resolved}: {type(error).__name__}: {error}. "
-                "The file is not a complete model zip written by model.save(); re-save or re-train it."
-            ) from error
+        if isinstance(path, (str, pathlib.Path)):
+            path = _resolve_model_path(path)
+            _check_model_zip(path)
+        return super().load(path, env, device, custom_objects, print_system_info, force_reset, **kwargs)
 
 
 def _resolve_model_path(path: str | pathlib.Path) -> pathlib.Path:
@@ -267,3 +332,23 @@ def _resolve_model_path(path: str | pathlib.Path) -> pathlib.Path:
     if with_suffix.is_file():
         return with_suffix
     raise FileNotFoundError(f"model file not found: {candidate} (also tried {with_suffix}).")
+
+
+def _check_model_zip(path: pathlib.Path) -> None:
+    """Raise :class:`ModelLoadError` unless ``path`` is an intact zip with SB3's ``data`` and ``policy.pth``."""
+    problem = None
+    try:
+        with zipfile.ZipFile(path) as archive:
+            missing = {"data", "policy.pth"} - set(archive.namelist())
+            corrupt = archive.testzip()
+        if missing:
+            problem = f"it has no {', '.join(sorted(missing))}"
+        elif corrupt is not None:
+            problem = f"its member {corrupt} is corrupt"
+    except (zipfile.BadZipFile, OSError, EOFError) as error:
+        problem = f"{type(error).__name__}: {error}"
+    if problem is not None:
+        raise ModelLoadError(
+            f"cannot load a model from {path}: {problem}. "
+            "The file is not a complete model zip written by model.save(); re-save or re-train it."
+        )

@@ -6,7 +6,6 @@ import argparse
 import pathlib
 import sys
 import time
-import warnings
 from typing import Any
 
 import numpy as np
@@ -86,7 +85,7 @@ def _learn(model: PPO, run_dir: pathlib.Path, config: dict[str, Any], progress_b
     )
     n_envs = model.n_envs
     eval_env = make_env_from_id(config["env"], n_envs=1, seed=config["seed"] + 10_000)
-    evaluation = PlainEnvEvaluation(
+    evaluation = EvalCallback(
         eval_env, n_eval_episodes=config["eval_episodes"], eval_freq=max(config["eval_freq"] // n_envs, 1),
         best_model_save_path=str(run_dir), log_path=str(run_dir), verbose=0,
     )  # fmt: skip
@@ -98,18 +97,6 @@ def _learn(model: PPO, run_dir: pathlib.Path, config: dict[str, Any], progress_b
     best = evaluation.best_mean_reward
     print(f"Trained {config['env']} to {model.num_timesteps:,} steps; best evaluation {best:.1f}; run folder {run_dir}")
     return 0
-
-
-class PlainEnvEvaluation(EvalCallback):
-    """``EvalCallback`` that scores on the plain env while training may run under a ``reward_scale`` wrapper.
-
-    SB3 warns whenever the two envs' wrapper types differ; here that difference is intended.
-    """
-
-    def _init_callback(self) -> None:
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message="Training and eval env are not of the same type")
-            super()._init_callback()
 
 
 def _restore_evaluations(evaluation: EvalCallback, run_dir: pathlib.Path) -> None:

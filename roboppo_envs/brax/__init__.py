@@ -5,6 +5,6 @@ JAX loads when a Brax env is first made.
 """
 
 from roboppo_envs.brax.single_env import BraxEnv
-from roboppo_envs.brax.vector_env import BACKENDS, BraxNonFiniteError, BraxVectorEnv, TorchStep
+from roboppo_envs.brax.vector_env import BACKENDS, BraxNonFiniteError, BraxVectorEnv
 
-__all__ = ["BACKENDS", "BraxEnv", "BraxNonFiniteError", "BraxVectorEnv", "TorchStep"]
+__all__ = ["BACKENDS", "BraxEnv", "BraxNonFiniteError", "BraxVectorEnv"]

@@ -11,8 +11,8 @@ adapter is a ``gymnasium.vector.VectorEnv`` instead:
   episode is in ``info["final_obs"]`` (rows where ``info["_final_obs"]`` is True);
 - resets draw fresh random initial states from the env's key, so two envs seeded alike
   produce identical trajectories;
-- :meth:`step_torch` takes and returns torch tensors through DLPack, without a copy when
-  JAX and torch share the device, which is what roboppo's PPO uses for on-device rollouts.
+- ``step`` returns writable NumPy arrays (one copy of a few kB per step; from a GPU, the
+  one host transfer per step).
 """
 
 from __future__ import annotations
@@ -25,7 +25,6 @@ from typing import Any, NamedTuple
 
 import gymnasium as gym
 import numpy as np
-import torch as th
 from gymnasium.vector import AutoresetMode, VectorEnv
 
 try:
@@ -37,8 +36,6 @@ except ImportError as error:  # pragma: no cover - exercised only without the ex
         "Brax environments need JAX and Brax: pip install 'roboppo[brax]' (bash scripts/setup.sh installs them)."
     ) from error
 
-from roboppo_envs.brax.bridge import as_numpy, jax_to_torch, torch_to_jax
-from roboppo_envs.torch_step import TorchStep
 
 BACKENDS = ("spring", "positional", "generalized", "mjx")
 
@@ -160,32 +157,18 @@ class BraxVectorEnv(VectorEnv):
         if seed is None:
             seed, self._next_seed = self._next_seed, self._next_seed + 1
         self._carry = self._reset_fn(jax.random.PRNGKey(seed))
-        return as_numpy(self._carry.state.obs), {}
+        return np.array(self._carry.state.obs), {}
 
     def step(self, actions: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict]:
         """Step every copy with actions ``[num_envs, action_dim]`` in ``[-1, 1]``."""
         jax_actions = jnp.asarray(self._checked_actions(actions))
-        obs, reward, terminated, truncated, final_obs = (as_numpy(x) for x in self._advance(jax_actions))
+        obs, reward, terminated, truncated, final_obs = (np.array(x) for x in self._advance(jax_actions))
         self._raise_if_nonfinite()
         done = terminated | truncated
         info: dict[str, Any] = {}
         if done.any():
             info = {"final_obs": final_obs, "_final_obs": done}
         return obs, reward.astype(np.float64), terminated, truncated, info
-
-    def step_torch(self, actions: th.Tensor) -> TorchStep:
-        """Step with a torch action batch; results stay on the device (no host round trip, no copy).
-
-        Non-finite values are recorded on the device; call :meth:`check_finite` to raise.
-        """
-        self._check_action_tensor(actions)
-        outputs = self._advance(torch_to_jax(actions.float(), self.device))
-        obs, reward, terminated, truncated, final_obs = (jax_to_torch(x) for x in outputs)
-        return TorchStep(obs, reward, terminated, truncated, final_obs)
-
-    def check_finite(self) -> None:
-        """Raise :class:`BraxNonFiniteError` if any step so far produced NaN or inf (one device sync)."""
-        self._raise_if_nonfinite()
 
     def render(self) -> np.ndarray | None:  # type: ignore[override]
         """An RGB frame ``[240, 320, 3]`` of copy 0 (``render_mode="rgb_array"``)."""
@@ -211,14 +194,6 @@ class BraxVectorEnv(VectorEnv):
         if shape != expected or not np.issubdtype(dtype, np.floating):
             raise ValueError(f"{self.name}: actions must be a float array of shape {expected}, got {dtype} {shape}.")
         return actions
-
-    def _check_action_tensor(self, actions: th.Tensor) -> None:
-        expected = (self.num_envs, self.action_size)
-        if tuple(actions.shape) != expected or not actions.is_floating_point():
-            raise ValueError(
-                f"{self.name}: actions must be a float tensor of shape {expected}, "
-                f"got {actions.dtype} {tuple(actions.shape)}."
-            )
 
     def _raise_if_nonfinite(self) -> None:
         assert self._carry is not None

@@ -12,9 +12,7 @@
   observation is the new episode's first and the last one of the finished episode is in
   ``info["final_obs"]`` (rows where ``info["_final_obs"]`` is True);
 - copy ``i`` reset with ``seed`` draws its initial states as ``gym.make(id)`` reset with
-  ``seed + i`` does, so a batch reproduces single envs step for step;
-- :meth:`step_torch` takes and returns CPU torch tensors sharing memory with NumPy (no copy),
-  which is what roboppo's PPO uses to collect rollouts without per-env Python work.
+  ``seed + i`` does, so a batch reproduces single envs step for step.
 """
 
 from __future__ import annotations
@@ -27,7 +25,6 @@ from typing import Any, ClassVar
 import gymnasium as gym
 import mujoco
 import numpy as np
-import torch as th
 from gymnasium.utils.seeding import np_random
 from gymnasium.vector import AutoresetMode, VectorEnv
 
@@ -39,7 +36,6 @@ from roboppo_envs.mujoco.tasks import (
     MujocoTask,
     State,
 )
-from roboppo_envs.torch_step import TorchStep
 
 
 class MujocoNonFiniteError(RuntimeError):
@@ -142,16 +138,6 @@ class MujocoVectorEnv(VectorEnv):
         done = terminated | truncated
         info: dict[str, Any] = {"final_obs": final_obs, "_final_obs": done} if done.any() else {}
         return obs, reward, terminated, truncated, info
-
-    def step_torch(self, actions: th.Tensor) -> TorchStep:
-        """:meth:`step` for a torch action batch; the results are CPU tensors sharing NumPy's memory."""
-        checked = self._checked_actions(actions.detach().cpu().numpy())
-        obs, reward, terminated, truncated, final_obs = self._advance(checked)
-        arrays = (obs, reward.astype(np.float32), terminated, truncated, final_obs)
-        return TorchStep(*(th.from_numpy(array) for array in arrays))
-
-    def check_finite(self) -> None:
-        """Every step already checks its output; kept for the interface shared with the Brax envs."""
 
     def render(self) -> np.ndarray | None:  # type: ignore[override]
         """An RGB frame of copy 0 (``render_mode="rgb_array"``)."""

@@ -5,7 +5,6 @@ from __future__ import annotations
 import gymnasium as gym
 import numpy as np
 import pytest
-import torch as th
 from gymnasium.vector import AutoresetMode
 
 import roboppo_envs
@@ -96,20 +95,6 @@ def test_default_threads_follow_the_machine_and_excess_is_capped() -> None:
     with pytest.warns(UserWarning, match="CPU cores available"):
         envs = RoboHopperVectorEnv(num_envs=64, num_threads=available_cpus() + 7)
     assert envs.num_threads == available_cpus()
-
-
-def test_step_torch_equals_step(rng: np.random.Generator) -> None:
-    a, b = RoboHopperVectorEnv(num_envs=3), RoboHopperVectorEnv(num_envs=3)
-    a.reset(seed=5)
-    b.reset(seed=5)
-    for _ in range(30):
-        actions = random_actions(a, rng)
-        obs, reward, terminated, truncated, _ = a.step(actions)
-        out = b.step_torch(th.from_numpy(actions))
-        np.testing.assert_array_equal(out.obs.numpy(), obs)
-        np.testing.assert_allclose(out.reward.numpy(), reward, rtol=1e-6)
-        assert out.terminated.tolist() == terminated.tolist() and out.truncated.tolist() == truncated.tolist()
-        assert out.obs.dtype == th.float32 and out.reward.dtype == th.float32
 
 
 def test_render_shows_copy_zero() -> None:

@@ -1,4 +1,4 @@
-"""roboppo.PPO on Brax envs: the on-device rollout path with the SB3 API around it."""
+"""roboppo.PPO on Brax envs, through SB3's VecEnv interface."""
 
 from __future__ import annotations
 
@@ -13,14 +13,12 @@ from stable_baselines3.common.evaluation import evaluate_policy
 
 from roboppo import PPO
 from roboppo.common.env_util import make_env_from_id
-from roboppo.ppo.device_rollout import DeviceRolloutBuffer
 
 pytest.importorskip("jax")
 
 
 def test_ant_learns_saves_and_loads(tmp_path: pathlib.Path, rng: np.random.Generator) -> None:
     model = PPO("MlpPolicy", "RoboAnt-v0", n_envs=8, n_steps=16, batch_size=64, n_epochs=2, seed=0)
-    assert isinstance(model.rollout_buffer, DeviceRolloutBuffer)
     model.learn(8 * 16 * 2)
     assert model.num_timesteps == 256
     assert model.policy.features_extractor.obs_rms.count.item() == 256
@@ -44,18 +42,18 @@ def pendulum_model() -> PPO:
     return PPO("MlpPolicy", "RoboBraxInvertedPendulum-v0", n_envs=8, seed=0, **kwargs)
 
 
-def test_first_minibatch_ratio_is_one_on_device(pendulum_model: PPO) -> None:
+def test_first_minibatch_ratio_is_one_on_brax(pendulum_model: PPO) -> None:
     model = pendulum_model
     model.learn(256)
     _, callback = model._setup_learn(128, reset_num_timesteps=False)
     model.collect_rollouts(model.env, callback, model.rollout_buffer, n_rollout_steps=model.n_steps)
     batch = next(model.rollout_buffer.get(model.batch_size))
     with th.no_grad():
-        _, log_prob, _ = model.policy.evaluate_actions(batch.observations, batch.actions)
+        _, log_prob, _ = model.policy.evaluate_pre_tanh(batch.observations, batch.actions)
     assert th.max(th.abs(th.exp(log_prob - batch.old_log_prob) - 1)).item() < 1e-5
 
 
-def test_device_rollout_bootstraps_truncation_only() -> None:
+def test_brax_rollout_bootstraps_truncation_only() -> None:
     model = PPO(
         "MlpPolicy", "RoboBraxInvertedPendulum-v0", n_envs=4, n_steps=8, batch_size=32, gamma=0.5,
         env_kwargs={"max_episode_steps": 3}, seed=0,
@@ -64,8 +62,8 @@ def test_device_rollout_bootstraps_truncation_only() -> None:
         model.policy.value_net.bias.fill_(4.0)
     _, callback = model._setup_learn(32)
     model.collect_rollouts(model.env, callback, model.rollout_buffer, n_rollout_steps=8)
-    rewards = model.rollout_buffer.rewards.numpy()  # brax pendulum: reward 1 per step
-    starts = model.rollout_buffer.episode_starts.numpy()
+    rewards = model.rollout_buffer.rewards  # brax pendulum: reward 1 per step
+    starts = model.rollout_buffer.episode_starts
     ends_by_truncation = np.zeros_like(starts, dtype=bool)
     ends_by_truncation[:-1] = starts[1:] > 0  # an episode start after step t means step t ended an episode
     assert ends_by_truncation[2].all()  # the 3-step limit, unless the pole fell first
@@ -73,7 +71,7 @@ def test_device_rollout_bootstraps_truncation_only() -> None:
     assert (rewards[ends_by_truncation] > 1.5).all()  # 1 + 0.5 * V(final_obs), V ~ 4
 
 
-def test_callbacks_tensorboard_and_evaluation_on_device(tmp_path: pathlib.Path, pendulum_model: PPO) -> None:
+def test_callbacks_tensorboard_and_evaluation_on_brax(tmp_path: pathlib.Path, pendulum_model: PPO) -> None:
     model = pendulum_model
     model.tensorboard_log = str(tmp_path / "tb")
     eval_env = make_env_from_id("RoboBraxInvertedPendulum-v0", n_envs=2, seed=3)

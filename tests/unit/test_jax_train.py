@@ -11,8 +11,7 @@ import pytest
 import torch as th
 
 from roboppo import PPO
-from roboppo.ppo.jax_train import jax_unsupported, train_with_jax
-from roboppo.ppo.lean_train import train_on_tensors
+from roboppo.ppo.jax_train import unsupported
 
 pytest.importorskip("jax")
 pytestmark = pytest.mark.filterwarnings("ignore:You have specified a mini-batch size of 24")
@@ -49,10 +48,9 @@ def twins(**kwargs: Any) -> tuple[PPO, PPO]:
 def train_both(torch_model: PPO, jax_model: PPO) -> list[th.Tensor]:
     """Train each model on its copy of the rollout from the same seed; returns the weights before."""
     before = [p.detach().clone() for p in torch_model.policy.parameters()]
-    th.manual_seed(1)
-    train_on_tensors(torch_model)
-    th.manual_seed(1)
-    train_with_jax(jax_model)
+    for model in (torch_model, jax_model):
+        th.manual_seed(1)
+        model._train_pre_tanh(model.policy)
     return before
 
 
@@ -97,9 +95,11 @@ def test_target_kl_stops_both_loops_at_the_same_minibatch() -> None:
 
 def test_auto_backend_uses_jax_on_the_cpu_and_torch_for_other_optimizers() -> None:
     model = PPO("MlpPolicy", "RoboHopper-v0", n_envs=2, **SMALL)
-    assert model.train_backend == "auto" and jax_unsupported(model) is None and model._uses_jax_training()
+    assert (
+        model.train_backend == "auto" and unsupported(model.policy) is None and model._uses_jax_training(model.policy)
+    )
     sgd = PPO("MlpPolicy", "RoboHopper-v0", n_envs=2, policy_kwargs={"optimizer_class": th.optim.SGD}, **SMALL)
-    assert "Adam" in str(jax_unsupported(sgd)) and not sgd._uses_jax_training()
+    assert "Adam" in str(unsupported(sgd.policy)) and not sgd._uses_jax_training(sgd.policy)
     sgd.learn(64)  # trains through the torch loop
     assert sgd._n_updates == SMALL["n_epochs"]
 
@@ -118,7 +118,7 @@ def test_jax_backend_that_cannot_train_names_the_reason() -> None:
 def test_relu_network_with_separate_extractors_matches_too() -> None:
     kwargs = {"policy_kwargs": {"activation_fn": th.nn.ReLU, "net_arch": [32, 16], "share_features_extractor": False}}
     torch_model, jax_model = twins(**kwargs)
-    assert jax_unsupported(jax_model) is None
+    assert unsupported(jax_model.policy) is None
     assert_same_steps(torch_model, jax_model, train_both(torch_model, jax_model))
 
 

@@ -48,6 +48,26 @@ def test_statistics_are_buffers_in_the_state_dict() -> None:
     assert not any(p.requires_grad for p in extractor.parameters())
 
 
-def test_non_flat_observation_space_is_rejected() -> None:
-    with pytest.raises(ValueError, match="flat Box"):
-        NormalizedFlattenExtractor(spaces.Box(0, 1, (4, 4), np.float32))  # type: ignore[arg-type]
+def test_multi_dimensional_box_is_normalized_per_element_then_flattened(rng: np.random.Generator) -> None:
+    extractor = NormalizedFlattenExtractor(spaces.Box(-np.inf, np.inf, (3, 2), np.float32))
+    data = rng.normal(loc=np.arange(6).reshape(3, 2) * 10.0, scale=2.0, size=(4000, 3, 2))
+    extractor.update(data)
+    assert extractor.obs_rms.mean.shape == (3, 2) and extractor.features_dim == 6
+    out = extractor(th.as_tensor(data, dtype=th.float32))
+    assert out.shape == (4000, 6)
+    np.testing.assert_allclose(out.mean(0).numpy(), np.zeros(6), atol=0.05)
+    np.testing.assert_allclose(out.std(0).numpy(), np.ones(6), atol=0.05)
+
+
+def test_discrete_observations_are_flattened_without_statistics() -> None:
+    extractor = NormalizedFlattenExtractor(spaces.Discrete(5))
+    extractor.update(np.eye(5)[[0, 1, 1]])  # one-hot, as SB3 preprocesses them
+    assert extractor.features_dim == 5 and extractor.obs_rms.count.item() == 0
+    one_hot = th.eye(5)[[2, 4]]
+    th.testing.assert_close(extractor(one_hot), one_hot)
+
+
+def test_dict_observation_space_points_to_multi_input_policy() -> None:
+    space = spaces.Dict({"a": spaces.Box(0, 1, (2,), np.float32)})
+    with pytest.raises(ValueError, match="MultiInputPolicy"):
+        NormalizedFlattenExtractor(space)

@@ -1,0 +1,78 @@
+"""PPO's update in PyTorch, on a rollout held as flat tensors, with little work per minibatch.
+
+Same losses, early stopping (``target_kl``) and statistics as Stable-Baselines3's ``PPO.train``;
+what changes is the bookkeeping around them:
+
+- each epoch shuffles the rollout with one gather per tensor, and minibatches are views of
+  the shuffled tensors (SB3 gathers and converts every minibatch); the shuffles come from
+  :func:`~roboppo.ppo.update.epoch_orders`, as in :mod:`roboppo.ppo.jax_train`;
+- per-minibatch statistics stay tensors and are read once per rollout (SB3 calls ``.item()``
+  five times per minibatch, a device sync each on a GPU);
+- gradient clipping runs over all parameters at once (``foreach``).
+
+Actions are pre-tanh and scored by :meth:`~roboppo.ppo.policies.TanhGaussianPolicy.evaluate_pre_tanh`.
+"""
+
+from __future__ import annotations
+
+import torch as th
+
+from roboppo.ppo.policies import TanhGaussianPolicy
+from roboppo.ppo.update import RolloutBatch, UpdateSettings, UpdateStats, epoch_orders
+
+
+def train(policy: TanhGaussianPolicy, batch: RolloutBatch, settings: UpdateSettings) -> UpdateStats:
+    """``settings.n_epochs`` epochs of clipped-surrogate minibatch updates of ``policy`` on ``batch``."""
+    stats: list[th.Tensor] = []
+    loss = th.zeros(())
+    epochs = 0
+    for order in epoch_orders(batch.observations.shape[0], settings.n_epochs).to(batch.observations.device):
+        epochs += 1
+        loss, stopped = _run_epoch(policy, batch, order, settings, stats)
+        if stopped:
+            break
+    means = th.stack(stats).mean(dim=0).tolist()
+    return UpdateStats.from_means(means, loss.item(), epochs)
+
+
+def _run_epoch(
+    policy: TanhGaussianPolicy, batch: RolloutBatch, order: th.Tensor, settings: UpdateSettings, stats: list[th.Tensor]
+) -> tuple[th.Tensor, bool]:
+    """One pass over the rollout in ``order``; returns the last loss and whether ``target_kl`` stopped training."""
+    loss = th.zeros(())
+    for minibatch in zip(*(tensor[order].split(settings.batch_size) for tensor in batch), strict=True):
+        loss, minibatch_stats = _minibatch_loss(policy, RolloutBatch(*minibatch), settings)
+        stats.append(minibatch_stats)
+        if settings.target_kl is not None and minibatch_stats[3].item() > 1.5 * settings.target_kl:
+            return loss, True
+        policy.optimizer.zero_grad()
+        loss.backward()
+        th.nn.utils.clip_grad_norm_(policy.parameters(), settings.max_grad_norm, foreach=True)
+        policy.optimizer.step()
+    return loss, False
+
+
+def _minibatch_loss(
+    policy: TanhGaussianPolicy, minibatch: RolloutBatch, settings: UpdateSettings
+) -> tuple[th.Tensor, th.Tensor]:
+    """The PPO loss of one minibatch and its statistics (policy, value, entropy loss, approx KL, clip fraction)."""
+    values, log_prob, entropy = policy.evaluate_pre_tanh(minibatch.observations, minibatch.actions)
+    values = values.flatten()
+    advantages = minibatch.advantages
+    if settings.normalize_advantage and len(advantages) > 1:
+        advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
+    log_ratio = log_prob - minibatch.old_log_prob
+    ratio = th.exp(log_ratio)
+    clip_range = settings.clip_range
+    policy_loss = -th.min(advantages * ratio, advantages * th.clamp(ratio, 1 - clip_range, 1 + clip_range)).mean()
+    if settings.clip_range_vf is not None:
+        change = th.clamp(values - minibatch.old_values, -settings.clip_range_vf, settings.clip_range_vf)
+        values = minibatch.old_values + change
+    value_loss = th.nn.functional.mse_loss(minibatch.returns, values)
+    entropy_loss = -th.mean(entropy)
+    loss = policy_loss + settings.ent_coef * entropy_loss + settings.vf_coef * value_loss
+    with th.no_grad():
+        approx_kl = th.mean((ratio - 1) - log_ratio)
+        clip_fraction = th.mean((th.abs(ratio - 1) > clip_range).float())
+        stats = th.stack([policy_loss, value_loss, entropy_loss, approx_kl, clip_fraction])
+    return loss, stats

@@ -1,0 +1,69 @@
+"""The interface of roboppo's PPO update backends: a rollout and settings in, statistics out.
+
+Both backends (:mod:`roboppo.ppo.torch_train`, :mod:`roboppo.ppo.jax_train`) expose
+``train(policy, batch, settings) -> UpdateStats``; they read nothing else of the model.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import NamedTuple
+
+import torch as th
+
+
+class RolloutBatch(NamedTuple):
+    """A rollout as flat tensors, ``[n_samples, ...]``; actions are pre-tanh."""
+
+    observations: th.Tensor
+    actions: th.Tensor
+    old_values: th.Tensor
+    old_log_prob: th.Tensor
+    advantages: th.Tensor
+    returns: th.Tensor
+
+
+@dataclasses.dataclass(frozen=True)
+class UpdateSettings:
+    """PPO's update hyperparameters, with schedules already evaluated for this rollout."""
+
+    n_epochs: int
+    batch_size: int
+    learning_rate: float
+    clip_range: float
+    clip_range_vf: float | None
+    ent_coef: float
+    vf_coef: float
+    max_grad_norm: float
+    target_kl: float | None
+    normalize_advantage: bool
+
+
+@dataclasses.dataclass(frozen=True)
+class UpdateStats:
+    """Means over the minibatches that ran, the last minibatch's loss and the epochs started.
+
+    The keys are SB3's ``train/*`` log keys.
+    """
+
+    policy_gradient_loss: float
+    value_loss: float
+    entropy_loss: float
+    approx_kl: float
+    clip_fraction: float
+    loss: float
+    epochs: int
+
+    @classmethod
+    def from_means(cls, means: list[float], loss: float, epochs: int) -> UpdateStats:
+        """From the five minibatch means in log order (policy, value, entropy loss, approx KL, clip fraction)."""
+        policy_gradient_loss, value_loss, entropy_loss, approx_kl, clip_fraction = means
+        return cls(policy_gradient_loss, value_loss, entropy_loss, approx_kl, clip_fraction, loss, epochs)
+
+
+def epoch_orders(n_samples: int, n_epochs: int) -> th.Tensor:
+    """One shuffle of ``range(n_samples)`` per epoch, ``[n_epochs, n_samples]``, all drawn first (torch RNG).
+
+    Both backends draw them the same way, so they take the same minibatches under the same seed.
+    """
+    return th.stack([th.randperm(n_samples) for _ in range(n_epochs)])
