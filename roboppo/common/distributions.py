@@ -109,8 +109,14 @@ class TanhNormalDistribution(DiagGaussianDistribution):
         gaussian = sum_independent_dims(self.distribution.log_prob(pre_tanh))
         return gaussian - tanh_log_det_jacobian(pre_tanh).sum(dim=-1)
 
-    def pre_tanh_entropy(self) -> th.Tensor:
-        """One-sample entropy estimate of ``tanh(u)`` in ``(-1, 1)``, ``[batch]``."""
-        u = self.distribution.rsample()
+    def pre_tanh_entropy(self, noise: th.Tensor | None = None) -> th.Tensor:
+        """One-sample entropy estimate of ``tanh(u)`` in ``(-1, 1)``, ``[batch]``.
+
+        :param noise: the standard normal draw ``eps`` ``[batch, action_dim]`` (drawn here when None).
+        """
+        if noise is None:
+            u = self.distribution.rsample()
+        else:
+            u = self.distribution.mean + self.distribution.stddev * noise
         gaussian = sum_independent_dims(self.distribution.entropy())
         return gaussian + tanh_log_det_jacobian(u).sum(dim=-1)

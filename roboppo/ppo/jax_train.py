@@ -7,11 +7,11 @@ call (``jax.lax.scan`` over minibatches, the loss, its gradient, gradient clippi
 as Brax's PPO trains, so a rollout's updates cost about what their arithmetic costs.
 
 The policy stays a PyTorch module: its parameters and its Adam state go to JAX at the start of
-:func:`train_with_jax` and come back at the end, so ``save``/``load``, ``predict``, callbacks
+:func:`train` and come back at the end, so ``save``/``load``, ``predict``, callbacks
 and a later switch to the PyTorch loop see ordinary torch tensors. The losses, Adam (PyTorch's
-formula and state), gradient clipping, ``target_kl`` early stopping, shuffling (``th.randperm``,
-one per epoch, :func:`~roboppo.ppo.update.epoch_orders`, as :mod:`roboppo.ppo.torch_train`) and
-statistics are those of SB3's ``PPO.train``.
+formula and state), gradient clipping, ``target_kl`` early stopping and statistics are those of
+SB3's ``PPO.train``; the shuffles and the entropy estimate's normal draws come from torch's
+generator through :func:`~roboppo.ppo.update.random_draws`, as in :mod:`roboppo.ppo.torch_train`.
 
 :func:`unsupported` says why a policy cannot take this path (not on the CPU, JAX missing, not on
 the pre-tanh path, a network other than an MLP, an optimizer other than plain Adam); PPO then
@@ -28,7 +28,7 @@ import torch as th
 
 from roboppo.common.normalization import NormalizedFlattenExtractor
 from roboppo.ppo.policies import TanhGaussianPolicy
-from roboppo.ppo.update import RolloutBatch, UpdateSettings, UpdateStats, epoch_orders
+from roboppo.ppo.update import RolloutBatch, UpdateSettings, UpdateStats, random_draws
 
 # torch activation modules the compiled network reproduces, by the name of their JAX twin
 ACTIVATIONS = {th.nn.Tanh: "tanh", th.nn.ReLU: "relu", th.nn.ELU: "elu", th.nn.SiLU: "silu"}
@@ -116,8 +116,7 @@ def train(policy: TanhGaussianPolicy, batch: RolloutBatch, settings: UpdateSetti
     with th.no_grad():  # the observation statistics are fixed during training
         pi_features, vf_features = policy.actor_critic_features(obs)
     n_samples = obs.shape[0]
-    orders = epoch_orders(n_samples, settings.n_epochs).int()
-    noise = th.randn(settings.n_epochs, n_samples, actions.shape[1])  # for the entropy estimate
+    orders, noise = random_draws(n_samples, settings.n_epochs, actions.shape[1])
     params = _torch_params(policy)
     hyper = {
         "lr": settings.learning_rate,
@@ -133,7 +132,7 @@ def train(policy: TanhGaussianPolicy, batch: RolloutBatch, settings: UpdateSetti
         [_to_numpy(p) for p in params],
         _adam_state(policy.optimizer, params),
         tuple(_to_numpy(t) for t in data),
-        _to_numpy(orders),
+        _to_numpy(orders.int()),
         _to_numpy(noise),
         hyper,
         shape=_update_shape(policy, settings, n_samples),

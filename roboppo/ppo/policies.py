@@ -115,14 +115,20 @@ class TanhGaussianPolicy(ActorCriticPolicy):
         log_probs = gaussian - tanh_log_det_jacobian(actions).sum(dim=-1)
         return actions, self.action_dist.to_env(actions), values, log_probs
 
-    def evaluate_pre_tanh(self, obs: th.Tensor, pre_tanh: th.Tensor) -> tuple[th.Tensor, th.Tensor, th.Tensor]:
-        """``evaluate_actions`` for pre-tanh actions: values ``[batch, 1]``, exact log-probs and entropy ``[batch]``."""
+    def evaluate_pre_tanh(
+        self, obs: th.Tensor, pre_tanh: th.Tensor, entropy_noise: th.Tensor | None = None
+    ) -> tuple[th.Tensor, th.Tensor, th.Tensor]:
+        """``evaluate_actions`` for pre-tanh actions: values ``[batch, 1]``, exact log-probs and entropy ``[batch]``.
+
+        :param entropy_noise: the standard normal draws of the entropy estimate (drawn here when None).
+        """
         pi_features, vf_features = self.actor_critic_features(obs)
         latent_pi = self.mlp_extractor.forward_actor(pi_features)
         latent_vf = self.mlp_extractor.forward_critic(vf_features)
         distribution = self._get_action_dist_from_latent(latent_pi)
         assert isinstance(distribution, TanhNormalDistribution)
-        return self.value_net(latent_vf), distribution.pre_tanh_log_prob(pre_tanh), distribution.pre_tanh_entropy()
+        entropy = distribution.pre_tanh_entropy(entropy_noise)
+        return self.value_net(latent_vf), distribution.pre_tanh_log_prob(pre_tanh), entropy
 
     def actor_critic_features(self, obs: th.Tensor) -> tuple[th.Tensor, th.Tensor]:
         """The actor's and the critic's features of ``obs`` (the same tensor when they share an extractor)."""

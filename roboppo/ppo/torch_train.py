@@ -4,8 +4,9 @@ Same losses, early stopping (``target_kl``) and statistics as Stable-Baselines3'
 what changes is the bookkeeping around them:
 
 - each epoch shuffles the rollout with one gather per tensor, and minibatches are views of
-  the shuffled tensors (SB3 gathers and converts every minibatch); the shuffles come from
-  :func:`~roboppo.ppo.update.epoch_orders`, as in :mod:`roboppo.ppo.jax_train`;
+  the shuffled tensors (SB3 gathers and converts every minibatch); the shuffles and the entropy
+  estimate's normal draws come from :func:`~roboppo.ppo.update.random_draws`, as in
+  :mod:`roboppo.ppo.jax_train`, so both backends consume torch's generator alike;
 - per-minibatch statistics stay tensors and are read once per rollout (SB3 calls ``.item()``
   five times per minibatch, a device sync each on a GPU);
 - gradient clipping runs over all parameters at once (``foreach``).
@@ -18,7 +19,7 @@ from __future__ import annotations
 import torch as th
 
 from roboppo.ppo.policies import TanhGaussianPolicy
-from roboppo.ppo.update import RolloutBatch, UpdateSettings, UpdateStats, epoch_orders
+from roboppo.ppo.update import RolloutBatch, UpdateSettings, UpdateStats, random_draws
 
 
 def train(policy: TanhGaussianPolicy, batch: RolloutBatch, settings: UpdateSettings) -> UpdateStats:
@@ -26,9 +27,12 @@ def train(policy: TanhGaussianPolicy, batch: RolloutBatch, settings: UpdateSetti
     stats: list[th.Tensor] = []
     loss = th.zeros(())
     epochs = 0
-    for order in epoch_orders(batch.observations.shape[0], settings.n_epochs).to(batch.observations.device):
+    n_samples, action_dim = batch.actions.shape
+    orders, noise = random_draws(n_samples, settings.n_epochs, action_dim)
+    for order, epoch_noise in zip(orders, noise, strict=True):
         epochs += 1
-        loss, stopped = _run_epoch(policy, batch, order, settings, stats)
+        order = order.to(batch.observations.device)
+        loss, stopped = _run_epoch(policy, batch, order, epoch_noise.to(order.device)[order], settings, stats)
         if stopped:
             break
     means = th.stack(stats).mean(dim=0).tolist()
@@ -36,12 +40,21 @@ def train(policy: TanhGaussianPolicy, batch: RolloutBatch, settings: UpdateSetti
 
 
 def _run_epoch(
-    policy: TanhGaussianPolicy, batch: RolloutBatch, order: th.Tensor, settings: UpdateSettings, stats: list[th.Tensor]
+    policy: TanhGaussianPolicy,
+    batch: RolloutBatch,
+    order: th.Tensor,
+    noise: th.Tensor,
+    settings: UpdateSettings,
+    stats: list[th.Tensor],
 ) -> tuple[th.Tensor, bool]:
-    """One pass over the rollout in ``order``; returns the last loss and whether ``target_kl`` stopped training."""
+    """One pass over the rollout in ``order`` (``noise`` already in that order).
+
+    :return: the last loss and whether ``target_kl`` stopped training.
+    """
     loss = th.zeros(())
-    for minibatch in zip(*(tensor[order].split(settings.batch_size) for tensor in batch), strict=True):
-        loss, minibatch_stats = _minibatch_loss(policy, RolloutBatch(*minibatch), settings)
+    shuffled = [tensor[order].split(settings.batch_size) for tensor in batch]
+    for *minibatch, minibatch_noise in zip(*shuffled, noise.split(settings.batch_size), strict=True):
+        loss, minibatch_stats = _minibatch_loss(policy, RolloutBatch(*minibatch), minibatch_noise, settings)
         stats.append(minibatch_stats)
         if settings.target_kl is not None and minibatch_stats[3].item() > 1.5 * settings.target_kl:
             return loss, True
@@ -53,10 +66,10 @@ def _run_epoch(
 
 
 def _minibatch_loss(
-    policy: TanhGaussianPolicy, minibatch: RolloutBatch, settings: UpdateSettings
+    policy: TanhGaussianPolicy, minibatch: RolloutBatch, noise: th.Tensor, settings: UpdateSettings
 ) -> tuple[th.Tensor, th.Tensor]:
     """The PPO loss of one minibatch and its statistics (policy, value, entropy loss, approx KL, clip fraction)."""
-    values, log_prob, entropy = policy.evaluate_pre_tanh(minibatch.observations, minibatch.actions)
+    values, log_prob, entropy = policy.evaluate_pre_tanh(minibatch.observations, minibatch.actions, noise)
     values = values.flatten()
     advantages = minibatch.advantages
     if settings.normalize_advantage and len(advantages) > 1:

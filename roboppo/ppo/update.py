@@ -61,9 +61,13 @@ class UpdateStats:
         return cls(policy_gradient_loss, value_loss, entropy_loss, approx_kl, clip_fraction, loss, epochs)
 
 
-def epoch_orders(n_samples: int, n_epochs: int) -> th.Tensor:
-    """One shuffle of ``range(n_samples)`` per epoch, ``[n_epochs, n_samples]``, all drawn first (torch RNG).
+def random_draws(n_samples: int, n_epochs: int, action_dim: int) -> tuple[th.Tensor, th.Tensor]:
+    """Every random number an update uses, drawn first from torch's generator (on the CPU).
 
-    Both backends draw them the same way, so they take the same minibatches under the same seed.
+    :return: one shuffle of ``range(n_samples)`` per epoch ``[n_epochs, n_samples]``, and the
+        standard normal draws of the entropy estimate ``[n_epochs, n_samples, action_dim]``
+        (sample ``i`` of an epoch uses row ``i``). Both backends draw them this way, so they take
+        the same minibatches and leave torch's generator in the same state.
     """
-    return th.stack([th.randperm(n_samples) for _ in range(n_epochs)])
+    orders = th.stack([th.randperm(n_samples) for _ in range(n_epochs)])
+    return orders, th.randn(n_epochs, n_samples, action_dim)

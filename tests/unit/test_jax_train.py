@@ -18,7 +18,13 @@ pytestmark = pytest.mark.filterwarnings("ignore:You have specified a mini-batch 
 
 # 64 samples in minibatches of 24: two full ones and SB3's shorter last one per epoch
 SMALL = {"n_steps": 32, "batch_size": 24, "n_epochs": 3, "seed": 0}
-COMPARED_LOGS = ("train/policy_gradient_loss", "train/value_loss", "train/approx_kl", "train/clip_fraction")
+COMPARED_LOGS = (
+    "train/policy_gradient_loss",
+    "train/value_loss",
+    "train/entropy_loss",
+    "train/approx_kl",
+    "train/clip_fraction",
+)
 
 
 def twins(**kwargs: Any) -> tuple[PPO, PPO]:
@@ -48,9 +54,12 @@ def twins(**kwargs: Any) -> tuple[PPO, PPO]:
 def train_both(torch_model: PPO, jax_model: PPO) -> list[th.Tensor]:
     """Train each model on its copy of the rollout from the same seed; returns the weights before."""
     before = [p.detach().clone() for p in torch_model.policy.parameters()]
+    generator_states = []
     for model in (torch_model, jax_model):
         th.manual_seed(1)
         model._train_pre_tanh(model.policy)
+        generator_states.append(th.get_rng_state())
+    assert th.equal(*generator_states)  # both drew the same random numbers: later rollouts sample alike
     return before
 
 

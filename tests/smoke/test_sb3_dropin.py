@@ -1,0 +1,287 @@
+"""roboppo.PPO where SB3's PPO works: wrappers, callbacks, spaces, save/load, warnings (tested as SB3 tests its PPO)."""
+
+from __future__ import annotations
+
+import io
+import pathlib
+import types
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch as th
+from stable_baselines3.common.callbacks import BaseCallback, StopTrainingOnMaxEpisodes
+from stable_baselines3.common.envs import (
+    FakeImageEnv,
+    IdentityEnv,
+    IdentityEnvBox,
+    IdentityEnvMultiBinary,
+    IdentityEnvMultiDiscrete,
+    SimpleMultiObsEnv,
+)
+from stable_baselines3.common.evaluation import evaluate_policy
+from stable_baselines3.common.policies import ActorCriticCnnPolicy, MultiInputActorCriticPolicy
+from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv, VecEnvWrapper, VecNormalize
+
+from roboppo import PPO, TanhGaussianPolicy
+from roboppo.common.env_util import make_env_from_id
+
+
+class TimesThousand(VecEnvWrapper):
+    """A user's reward wrapper: rewards x 1000; counts its ``step_wait`` calls."""
+
+    def __init__(self, venv: VecEnv) -> None:
+        super().__init__(venv)
+        self.calls = 0
+
+    def reset(self) -> Any:
+        return self.venv.reset()
+
+    def step_wait(self) -> Any:
+        self.calls += 1
+        obs, rewards, dones, infos = self.venv.step_wait()
+        return obs, rewards * 1000.0, dones, infos
+
+
+def batched_pendulums(n_envs: int = 2, seed: int = 0) -> VecEnv:
+    return make_env_from_id("RoboInvertedPendulum-v0", n_envs=n_envs, seed=seed)
+
+
+# -- VecEnv wrappers on roboppo's batched envs ------------------------------------------------
+
+
+def test_a_user_reward_wrapper_on_a_batched_env_is_what_ppo_learns_from(tiny: dict[str, Any]) -> None:
+    wrapped = TimesThousand(batched_pendulums())
+    model = PPO("MlpPolicy", wrapped, seed=0, **tiny).learn(128)
+    assert wrapped.calls == 64  # every vector step went through the wrapper
+    rewards = model.rollout_buffer.rewards
+    assert np.median(rewards) == pytest.approx(1000.0)  # pendulum pays 1 per step; no time-limit bootstrap here
+
+
+def test_vec_normalize_statistics_update_and_ppo_sees_normalized_values(tiny: dict[str, Any]) -> None:
+    venv = VecNormalize(batched_pendulums(), gamma=0.99)
+    model = PPO("MlpPolicy", venv, seed=0, **tiny).learn(256)
+    assert venv.obs_rms.count > 256 and venv.ret_rms.count > 0
+    assert model.get_vec_normalize_env() is venv
+    assert np.abs(model.rollout_buffer.observations).max() <= venv.clip_obs
+    assert np.abs(model.rollout_buffer.rewards).max() < 1.0  # pendulum's reward of 1, normalized by the return std
+
+
+def test_imitations_reward_wrapper_replaces_the_reward_ppo_learns_from(tiny: dict[str, Any]) -> None:
+    from imitation.rewards.reward_wrapper import RewardVecEnvWrapper
+
+    def reward_fn(obs: np.ndarray, acts: np.ndarray, next_obs: np.ndarray, dones: np.ndarray) -> np.ndarray:
+        return np.full(len(obs), -7.0, np.float32)
+
+    venv = RewardVecEnvWrapper(batched_pendulums(), reward_fn)
+    model = PPO("MlpPolicy", venv, seed=0, **tiny).learn(128)
+    np.testing.assert_allclose(model.rollout_buffer.rewards, -7.0)
+
+
+# -- callbacks ---------------------------------------------------------------------------------
+
+
+class RecordLocals(BaseCallback):
+    """Keeps the types and episode infos a callback sees at every step."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.dones_types: set[type] = set()
+        self.episodes: list[dict[str, Any]] = []
+        self.terminal_obs = 0
+        self.steps_with_ends = 0
+
+    def _on_step(self) -> bool:
+        dones, infos = self.locals["dones"], self.locals["infos"]
+        self.dones_types.add(type(dones))
+        assert len(infos) == len(dones) == self.training_env.num_envs
+        self.steps_with_ends += int(dones.any())
+        for done, info in zip(dones, infos, strict=True):
+            if done:
+                self.episodes.append(info["episode"])
+                self.terminal_obs += int("terminal_observation" in info)
+        return True
+
+
+def test_callbacks_see_numpy_dones_and_episode_infos_on_a_batched_env(tiny: dict[str, Any]) -> None:
+    recorder = RecordLocals()
+    model = PPO("MlpPolicy", "RoboHopper-v0", n_envs=4, seed=0, **tiny)
+    model.learn(512, callback=recorder)
+    assert recorder.dones_types == {np.ndarray}
+    assert len(recorder.episodes) > 0 and recorder.terminal_obs == len(recorder.episodes)  # an untrained hopper falls
+    assert all({"r", "l", "t"} <= set(episode) for episode in recorder.episodes)
+    logged = [(info["r"], info["l"]) for info in model.ep_info_buffer]
+    assert logged == [(episode["r"], episode["l"]) for episode in recorder.episodes][-len(logged) :]
+
+
+def test_stop_training_on_max_episodes_stops_a_batched_run(tiny: dict[str, Any]) -> None:
+    model = PPO("MlpPolicy", "RoboHopper-v0", n_envs=4, seed=0, **tiny)
+    model.learn(100_000, callback=StopTrainingOnMaxEpisodes(max_episodes=3))
+    assert 0 < model.num_timesteps < 1_000
+
+
+# -- state that travels ------------------------------------------------------------------------
+
+
+class RewardsSeen(BaseCallback):
+    def __init__(self) -> None:
+        super().__init__()
+        self.rewards: list[np.ndarray] = []
+
+    def _on_rollout_start(self) -> None:
+        self.rewards.clear()
+
+    def _on_step(self) -> bool:
+        self.rewards.append(np.array(self.locals["rewards"]))
+        return True
+
+
+def assert_scaled(model: PPO, seen: RewardsSeen, scale: float) -> None:
+    """The buffer holds ``scale`` times the env's rewards (no time-limit bootstraps in these short runs)."""
+    np.testing.assert_allclose(model.rollout_buffer.rewards, scale * np.stack(seen.rewards), rtol=1e-6)
+
+
+def test_batched_hopper_to_a_single_env_and_back_keeps_reward_scale(
+    tmp_path: pathlib.Path, tiny: dict[str, Any]
+) -> None:
+    seen = RewardsSeen()
+    model = PPO("MlpPolicy", "RoboHopper-v0", n_envs=4, reward_scale=0.1, seed=0, **tiny).learn(256, callback=seen)
+    assert_scaled(model, seen, 0.1)
+    model.save(tmp_path / "batched")
+    single = PPO.load(tmp_path / "batched", env=gym.make("RoboHopper-v0"))
+    assert single.reward_scale == 0.1 and single.n_envs == 1 and single.rollout_buffer.n_envs == 1
+    single.learn(128, callback=seen, reset_num_timesteps=False)
+    assert_scaled(single, seen, 0.1)
+    single.save(tmp_path / "single")
+    again = PPO.load(tmp_path / "single", env=make_env_from_id("RoboHopper-v0", n_envs=4, seed=1))
+    again.learn(256, callback=seen, reset_num_timesteps=False)
+    assert_scaled(again, seen, 0.1)
+    assert again.num_timesteps == 256 + 128 + 256
+
+
+def test_set_env_accepts_another_number_of_copies(tiny: dict[str, Any]) -> None:
+    model = PPO("MlpPolicy", batched_pendulums(n_envs=4), seed=0, **tiny).learn(256)
+    model.set_env(DummyVecEnv([lambda: gym.make("RoboInvertedPendulum-v0")]))
+    assert model.n_envs == 1 and model.rollout_buffer.n_envs == 1
+    model.learn(64, reset_num_timesteps=False)
+    model.set_env(batched_pendulums(n_envs=3))
+    model.learn(192, reset_num_timesteps=False)
+    assert model.num_timesteps == 256 + 64 + 192
+
+
+@pytest.mark.parametrize("env_id", ["RoboInvertedPendulum-v0", "CartPole-v1"])
+def test_save_and_load_through_file_objects(env_id: str, tiny: dict[str, Any], rng: np.random.Generator) -> None:
+    model = PPO("MlpPolicy", env_id, seed=0, **tiny).learn(64)
+    buffer = io.BytesIO()
+    model.save(buffer)
+    buffer.seek(0)
+    loaded = PPO.load(buffer)
+    obs = np.stack([model.observation_space.sample() for _ in range(8)])
+    np.testing.assert_array_equal(model.predict(obs, deterministic=True)[0], loaded.predict(obs, deterministic=True)[0])
+    params = zip(model.policy.state_dict().values(), loaded.policy.state_dict().values(), strict=True)
+    assert all(th.equal(a, b) for a, b in params)
+
+
+# -- the constructor and SB3's policy aliases --------------------------------------------------
+
+
+def test_hyperparameters_can_be_passed_positionally() -> None:
+    model = PPO("MlpPolicy", "RoboInvertedPendulum-v0", 1e-3, 128, 32, 3, 0.9)
+    assert (model.learning_rate, model.n_steps, model.batch_size, model.n_epochs, model.gamma) == (
+        1e-3,
+        128,
+        32,
+        3,
+        0.9,
+    )
+    with pytest.raises(TypeError, match="learning_rat"):
+        PPO("MlpPolicy", "RoboInvertedPendulum-v0", learning_rat=1e-3)
+
+
+def test_sb3_policy_aliases_sit_next_to_roboppos_mlp_policy(tiny: dict[str, Any]) -> None:
+    assert PPO.policy_aliases["MlpPolicy"] is TanhGaussianPolicy
+    images = PPO("CnnPolicy", FakeImageEnv(screen_height=36, screen_width=36), n_steps=32, batch_size=16, n_epochs=1)
+    assert isinstance(images.policy, ActorCriticCnnPolicy)
+    images.learn(64)
+    dicts = PPO("MultiInputPolicy", SimpleMultiObsEnv(), seed=0, **tiny)
+    assert isinstance(dicts.policy, MultiInputActorCriticPolicy)
+    dicts.learn(256)  # episodes end inside these 256 steps: the finite check reads Dict terminal observations
+    assert len(dicts.ep_info_buffer) > 0
+    with pytest.raises(ValueError, match="MultiInputPolicy"):
+        PPO("MlpPolicy", SimpleMultiObsEnv())
+
+
+def test_mlp_policy_takes_image_and_multi_dimensional_box_observations(tiny: dict[str, Any]) -> None:
+    env = FakeImageEnv(screen_height=12, screen_width=12, n_channels=2, discrete=False)
+    model = PPO("MlpPolicy", env, seed=0, **tiny).learn(128)
+    stats = model.policy.features_extractor.obs_rms
+    assert stats.mean.shape == model.observation_space.shape and stats.count.item() == 128
+    assert stats.mean.min().item() >= 0.0 and stats.mean.max().item() <= 1.0  # images after SB3's / 255
+    action, _ = model.predict(env.observation_space.sample())
+    assert env.action_space.contains(action)
+
+
+def test_ppo_on_the_gpu_gets_sb3s_advice_to_use_the_cpu() -> None:
+    model = PPO("MlpPolicy", "RoboInvertedPendulum-v0", n_steps=64, batch_size=32)
+    model.device = th.device("cuda")  # what device="auto" picks on a GPU machine
+    with pytest.warns(UserWarning, match="primarily intended to run on the CPU"):
+        model._maybe_recommend_cpu()
+
+
+# -- identity tasks for every action space (SB3's test_identity) -------------------------------
+
+
+@pytest.mark.parametrize(
+    "env",
+    [IdentityEnv(4), IdentityEnvMultiDiscrete(4), IdentityEnvMultiBinary(4)],
+    ids=["Discrete", "MultiDiscrete", "MultiBinary"],
+)
+def test_discrete_identity_tasks_learn(env: gym.Env) -> None:
+    venv = DummyVecEnv([lambda: env])
+    model = PPO("MlpPolicy", venv, gamma=0.4, seed=1).learn(3000)
+    evaluate_policy(model, venv, n_eval_episodes=20, reward_threshold=90)
+    obs = env.reset()[0]
+    assert np.shape(model.predict(obs)[0]) == np.shape(env.action_space.sample())
+
+
+def test_continuous_identity_task_learns_and_predicts_with_and_without_a_batch() -> None:
+    env = IdentityEnvBox(eps=0.5)
+    model = PPO("MlpPolicy", env, policy_kwargs={"net_arch": [64, 64]}, seed=0, gamma=0.95).learn(3000)
+    evaluate_policy(model, model.get_env(), n_eval_episodes=20, reward_threshold=90)
+    single, _ = model.predict(np.array([0.3], np.float32), deterministic=True)
+    batch, _ = model.predict(np.array([[0.3], [-0.6]], np.float32), deterministic=True)
+    assert single.shape == (1,) and batch.shape == (2, 1)
+    np.testing.assert_allclose(batch[0], single, atol=1e-6)
+
+
+# -- SB3's policy contract for imitation's BC and AIRL -----------------------------------------
+
+
+def reference_log_prob(policy: TanhGaussianPolicy, obs: th.Tensor, actions: th.Tensor) -> th.Tensor:
+    """torch's own squashed Gaussian (Normal -> tanh -> affine onto the Box) with the policy's mean and std."""
+    from torch.distributions import AffineTransform, Normal, TanhTransform, TransformedDistribution
+
+    with th.no_grad():
+        mean = policy.action_net(policy.mlp_extractor.forward_actor(policy.extract_features(obs))).double()
+    low, high = (th.as_tensor(bound, dtype=th.float64) for bound in (policy.action_space.low, policy.action_space.high))
+    base = Normal(mean, policy.log_std.detach().double().exp())
+    squashed = TransformedDistribution(base, [TanhTransform(), AffineTransform((high + low) / 2, (high - low) / 2)])
+    return squashed.log_prob(actions.double()).sum(-1)
+
+
+def test_imitation_bc_and_airl_get_env_space_log_probabilities(rng: np.random.Generator) -> None:
+    from imitation.algorithms.adversarial.common import AdversarialTrainer
+    from imitation.algorithms.bc import BehaviorCloningLossCalculator
+
+    model = PPO("MlpPolicy", "RoboInvertedPendulum-v0", seed=0, policy_kwargs={"log_std_init": -0.5})
+    obs = th.as_tensor(rng.normal(size=(6, 4)), dtype=th.float32)
+    actions = th.tensor([[2.9], [-2.9], [0.0], [1.5], [-0.3], [2.99]])  # env-space, the Box is [-3, 3]
+    expected = reference_log_prob(model.policy, obs, actions)
+    trainer = types.SimpleNamespace(policy=model.policy)  # what AIRL's method reads
+    with th.no_grad():
+        airl = AdversarialTrainer._get_log_policy_act_prob(trainer, obs, actions)  # type: ignore[arg-type]
+        bc = BehaviorCloningLossCalculator(ent_weight=0.0, l2_weight=0.0)(model.policy, obs, actions)
+    assert airl is not None
+    np.testing.assert_allclose(airl.double().numpy(), expected.numpy(), rtol=1e-4, atol=1e-4)
+    assert bc.neglogp.item() == pytest.approx(-expected.mean().item(), rel=1e-4)
