@@ -114,9 +114,7 @@ class TanhNormalDistribution(DiagGaussianDistribution):
 
         :param noise: the standard normal draw ``eps`` ``[batch, action_dim]`` (drawn here when None).
         """
-        if noise is None:
-            u = self.distribution.rsample()
-        else:
-            u = self.distribution.mean + self.distribution.stddev * noise
+        normal = self.distribution
+        u = normal.rsample() if noise is None else normal.mean + normal.stddev * noise
         gaussian = sum_independent_dims(self.distribution.entropy())
         return gaussian + tanh_log_det_jacobian(u).sum(dim=-1)
