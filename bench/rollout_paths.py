@@ -1,5 +1,5 @@
-"""The same PPO on the two rollout paths: one env per copy (DummyVecEnv, SB3's rollouts and train)
-against the batched MuJoCo env (tensor rollouts, lean train), at the double pendulum's zoo settings.
+"""The same PPO on two vector envs: one env per copy (DummyVecEnv) against the batched MuJoCo env,
+both behind SB3's VecEnv interface, at the double pendulum's zoo settings.
 
 Prints the deterministic return (5 episodes on a separate env) every 20,480 steps, per path and seed.
 

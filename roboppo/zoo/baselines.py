@@ -15,6 +15,7 @@ import torch as th
 from stable_baselines3 import PPO as SB3PPO
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.evaluation import evaluate_policy
+from stable_baselines3.common.utils import LinearSchedule
 from stable_baselines3.common.vec_env import VecNormalize
 
 GYMNASIUM_TWIN = {
@@ -43,6 +44,14 @@ RL_ZOO3_PPO: dict[str, dict[str, Any]] = {
         "policy_kwargs": _BIG_RELU,
     },
 }  # fmt: skip
+
+
+def rl_zoo3_cartpole() -> dict[str, Any]:
+    """rl-baselines3-zoo's PPO settings for ``CartPole-v1`` (with ``n_envs=8``, 100k steps): the discrete check."""
+    return {
+        "n_steps": 32, "batch_size": 256, "gae_lambda": 0.8, "gamma": 0.98, "n_epochs": 20, "ent_coef": 0.0,
+        "learning_rate": LinearSchedule(1e-3, 0.0, 1.0), "clip_range": LinearSchedule(0.2, 0.0, 1.0),
+    }  # fmt: skip
 
 
 def train_stock_sb3(
