@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import io
+import json
 import os
 import pathlib
 import zipfile
@@ -321,6 +322,7 @@ class PPO(SB3PPO):
         if isinstance(path, (str, pathlib.Path)):
             path = _resolve_model_path(path)
             _check_model_zip(path)
+        custom_objects = {**_retired_objects(path), **(custom_objects or {})}
         return super().load(path, env, device, custom_objects, print_system_info, force_reset, **kwargs)
 
 
@@ -332,6 +334,29 @@ def _resolve_model_path(path: str | pathlib.Path) -> pathlib.Path:
     if with_suffix.is_file():
         return with_suffix
     raise FileNotFoundError(f"model file not found: {candidate} (also tried {with_suffix}).")
+
+
+# classes that models saved by earlier roboppo versions name, and what replaces them on load
+RETIRED = {"rollout_buffer_class": ("roboppo.ppo.device_rollout", None)}
+
+
+def _retired_objects(source: pathlib.Path | io.BufferedIOBase) -> dict[str, Any]:
+    """``custom_objects`` that replace the saved objects this version no longer has (SB3 then picks its own)."""
+    start = source.tell() if not isinstance(source, pathlib.Path) else 0
+    try:
+        with zipfile.ZipFile(source) as archive:
+            data = json.loads(archive.read("data"))
+    except (zipfile.BadZipFile, KeyError, ValueError):
+        return {}  # SB3's load reports what is wrong with the file
+    finally:
+        if not isinstance(source, pathlib.Path):
+            source.seek(start)
+    replacements: dict[str, Any] = {}
+    for key, (module, replacement) in RETIRED.items():
+        saved = data.get(key)
+        if isinstance(saved, dict) and saved.get("__module__") == module:
+            replacements[key] = replacement
+    return replacements
 
 
 def _check_model_zip(path: pathlib.Path) -> None:

@@ -11,6 +11,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import torch as th
+from stable_baselines3.common.buffers import RolloutBuffer
 from stable_baselines3.common.callbacks import BaseCallback, StopTrainingOnMaxEpisodes
 from stable_baselines3.common.envs import (
     FakeImageEnv,
@@ -285,3 +286,25 @@ def test_imitation_bc_and_airl_get_env_space_log_probabilities(rng: np.random.Ge
     assert airl is not None
     np.testing.assert_allclose(airl.double().numpy(), expected.numpy(), rtol=1e-4, atol=1e-4)
     assert bc.neglogp.item() == pytest.approx(-expected.mean().item(), rel=1e-4)
+
+
+def test_models_saved_with_the_retired_device_buffer_still_load(tmp_path: pathlib.Path, tiny: dict[str, Any]) -> None:
+    """Earlier versions saved ``rollout_buffer_class`` as ``roboppo.ppo.device_rollout.DeviceRolloutBuffer``."""
+    import base64
+    import json
+    import zipfile
+
+    PPO("MlpPolicy", "RoboInvertedPendulum-v0", **tiny).save(tmp_path / "new.zip")
+    with zipfile.ZipFile(tmp_path / "new.zip") as archive:
+        members = {name: archive.read(name) for name in archive.namelist()}
+    data = json.loads(members["data"])
+    missing_class = base64.b64encode(b"croboppo.ppo.device_rollout\nDeviceRolloutBuffer\n.").decode()
+    data["rollout_buffer_class"] = {":serialized:": missing_class, "__module__": "roboppo.ppo.device_rollout"}
+    members["data"] = json.dumps(data).encode()
+    with zipfile.ZipFile(tmp_path / "old.zip", "w") as archive:
+        for name, content in members.items():
+            archive.writestr(name, content)
+    model = PPO.load(tmp_path / "old.zip", env=gym.make("RoboInvertedPendulum-v0"))
+    assert model.rollout_buffer_class is RolloutBuffer
+    model.learn(64)
+    assert model.num_timesteps == 64
