@@ -63,7 +63,7 @@ class TanhNormalDistribution(DiagGaussianDistribution):
         super().__init__(action_dim)
         low_t = th.full((action_dim,), -1.0) if low is None else th.as_tensor(low, dtype=th.float32).flatten()
         high_t = th.full((action_dim,), 1.0) if high is None else th.as_tensor(high, dtype=th.float32).flatten()
-        self.low, self.half_range = low_t, 0.5 * (high_t - low_t)
+        self.low, self.high, self.half_range = low_t, high_t, 0.5 * (high_t - low_t)
         self.log_box_volume = float(th.log(self.half_range.double()).sum())  # log |da / d tanh(u)|
 
     def proba_distribution(self: SelfTanhNormal, mean_actions: th.Tensor, log_std: th.Tensor) -> SelfTanhNormal:
@@ -75,9 +75,13 @@ class TanhNormalDistribution(DiagGaussianDistribution):
     # -- env space (SB3's Distribution contract) ------------------------------------------------
 
     def to_env(self, pre_tanh: th.Tensor) -> th.Tensor:
-        """Pre-tanh actions ``[batch, action_dim]`` -> env-space actions in ``[low, high]``."""
-        low, half_range = self.low.to(pre_tanh), self.half_range.to(pre_tanh)
-        return low + (th.tanh(pre_tanh) + 1.0) * half_range
+        """Pre-tanh actions ``[batch, action_dim]`` -> env-space actions in ``[low, high]``.
+
+        Clamped to the bounds: with a saturated ``tanh``, ``low + 2 * half_range`` can round one
+        float above ``high``.
+        """
+        low, high, half_range = self.low.to(pre_tanh), self.high.to(pre_tanh), self.half_range.to(pre_tanh)
+        return th.clamp(low + (th.tanh(pre_tanh) + 1.0) * half_range, low, high)
 
     def to_pre_tanh(self, actions: th.Tensor) -> th.Tensor:
         """Env-space actions -> pre-tanh actions; the Box edges map to ``atanh(1 - 1e-6)``."""

@@ -1,4 +1,4 @@
-"""Building vectorized environments from ids, and guarding training against bad env output."""
+"""Building vectorized environments from ids, and checking env output for NaN and inf."""
 
 from __future__ import annotations
 
@@ -7,8 +7,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 from stable_baselines3.common.env_util import make_vec_env
-from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv, VecEnvWrapper
-from stable_baselines3.common.vec_env.base_vec_env import VecEnvObs, VecEnvStepReturn
+from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv
 
 import roboppo_envs
 from roboppo.common.errors import NonFiniteEnvOutputError, UnknownEnvError
@@ -33,7 +32,7 @@ def make_env_from_id(
     env_kwargs: dict[str, Any] | None = None,
     vec_env_cls: type[DummyVecEnv] | None = None,
 ) -> VecEnv:
-    """``n_envs`` copies of ``env_id`` as one SB3 ``VecEnv`` checked for NaN/inf.
+    """``n_envs`` copies of ``env_id`` as one SB3 ``VecEnv``.
 
     roboppo's ids have batched vector envs of their own (MuJoCo robots stepped by worker
     threads, Brax robots by JAX): they are built with ``gym.make_vec`` and adapted by
@@ -55,7 +54,7 @@ def make_env_from_id(
         venv.seed(seed)
     else:
         venv = make_vec_env(env_id, n_envs=n_envs, seed=seed, env_kwargs=env_kwargs, vec_env_cls=vec_env_cls)
-    return VecFiniteCheck(venv)
+    return venv
 
 
 def env_name(venv: VecEnv) -> str:
@@ -67,54 +66,54 @@ def env_name(venv: VecEnv) -> str:
     return spec.id if spec is not None else type(venv.unwrapped).__name__
 
 
-class VecFiniteCheck(VecEnvWrapper):
-    """Stop with :class:`NonFiniteEnvOutputError` as soon as an observation or reward is NaN or inf.
+def check_finite(
+    venv: VecEnv,
+    where: str,
+    obs: Any,
+    rewards: np.ndarray | None = None,
+    infos: list[dict[str, Any]] | tuple = (),
+    actions: np.ndarray | None = None,
+) -> None:
+    """Raise :class:`NonFiniteEnvOutputError` if an observation, reward or terminal observation is NaN or inf.
 
     Unlike SB3's ``VecCheckNan`` the message names the environment id, the copy index and
-    the number of vector steps taken, which is what one needs to reproduce the fault.
+    where it happened (``where``: ``"reset"`` or ``"vector step N"``), which is what one needs
+    to reproduce the fault. roboppo's PPO calls it on every step of its rollouts.
     """
+    bad = _first_bad_copy(obs, "observation")
+    if bad is None and rewards is not None:
+        bad = _first_bad_copy(rewards, "reward")
+    for index, info in enumerate(infos):
+        if bad is not None:
+            break
+        if "terminal_observation" in info:
+            found = _first_bad_copy(_as_batch(info["terminal_observation"]), "terminal observation")
+            bad = None if found is None else (index, found[1])
+    if bad is None:
+        return
+    index, what = bad
+    action = "" if actions is None else f" after action {actions[index]!r}"
+    raise NonFiniteEnvOutputError(
+        f"environment {env_name(venv)} (copy {index}) returned a non-finite {what} at {where}{action}. "
+        "Training stopped before the bad value reached the networks; check the env's physics or reward."
+    )
 
-    def __init__(self, venv: VecEnv) -> None:
-        super().__init__(venv)
-        self.name = env_name(venv)
-        self.steps = 0
-        self._last_actions: np.ndarray | None = None
 
-    def reset(self) -> VecEnvObs:
-        obs = self.venv.reset()
-        self._check(obs, "observation", "reset")
-        return obs
-
-    def step_async(self, actions: np.ndarray) -> None:
-        self._last_actions = actions
-        self.venv.step_async(actions)
-
-    def step_wait(self) -> VecEnvStepReturn:
-        obs, rewards, dones, infos = self.venv.step_wait()
-        self.steps += 1
-        where = f"vector step {self.steps}"
-        self._check(obs, "observation", where)
-        self._check(rewards, "reward", where)
-        for idx, info in enumerate(infos):
-            if "terminal_observation" in info:
-                self._check(_as_batch(info["terminal_observation"]), "terminal observation", where, offset=idx)
-        return obs, rewards, dones, infos
-
-    def _check(self, values: Any, what: str, where: str, offset: int = 0) -> None:
-        if isinstance(values, dict):
-            for key, value in values.items():
-                self._check(value, f"{what} ({key!r})", where, offset)
-            return
-        array = np.asarray(values, dtype=np.float64)
-        finite = np.isfinite(array.reshape(array.shape[0], -1)).all(axis=1)
-        if finite.all():
-            return
-        index = offset + int(np.flatnonzero(~finite)[0])
-        action = "" if self._last_actions is None else f" after action {self._last_actions[index]!r}"
-        raise NonFiniteEnvOutputError(
-            f"environment {self.name} (copy {index}) returned a non-finite {what} at {where}{action}. "
-            "Training stopped before the bad value reached the networks; check the env's physics or reward."
-        )
+def _first_bad_copy(values: Any, what: str) -> tuple[int, str] | None:
+    """The first copy whose ``values`` row holds NaN or inf, and what it is; None when all are finite."""
+    if isinstance(values, dict):
+        for key, value in values.items():
+            found = _first_bad_copy(value, f"{what} ({key!r})")
+            if found is not None:
+                return found
+        return None
+    array = np.asarray(values)
+    if not np.issubdtype(array.dtype, np.floating):
+        return None  # integers and booleans are always finite
+    finite = np.isfinite(array.reshape(array.shape[0], -1)).all(axis=1)
+    if finite.all():
+        return None
+    return int(np.flatnonzero(~finite)[0]), what
 
 
 def _as_batch(obs: Any) -> Any:

@@ -67,7 +67,8 @@ def update(
         ``max_grad_norm``, ``target_kl`` (already times 1.5; ``inf`` for none).
     :return: new parameters, new Adam state, summed minibatch statistics (policy, value and
         entropy loss, approx KL, clip fraction), number of minibatches run, epochs started,
-        the last minibatch's loss.
+        the last minibatch's loss, the mean approx KL of the last epoch that ran, and the approx
+        KL at which ``target_kl`` stopped (NaN when it did not).
     """
     step, exp_avg, exp_avg_sq = adam
     optimizer = optax.scale_by_adam(b1=shape.betas[0], b2=shape.betas[1], eps=shape.eps)
@@ -79,6 +80,9 @@ def update(
         "n_minibatches": jnp.asarray(0),
         "epochs_run": jnp.asarray(0),
         "last_loss": jnp.asarray(0.0),
+        "epoch_kl_sum": jnp.asarray(0.0),  # approx KL summed over the last epoch that ran, as SB3 logs it
+        "epoch_minibatches": jnp.asarray(0),
+        "stop_kl": jnp.asarray(jnp.nan),
     }
 
     def minibatch(carry: dict, index: Any, epoch_noise: Any) -> dict:
@@ -102,13 +106,22 @@ def update(
             "n_minibatches": carry["n_minibatches"] + counted,
             "epochs_run": carry["epochs_run"],
             "last_loss": jnp.where(counted, loss, carry["last_loss"]),
+            "epoch_kl_sum": carry["epoch_kl_sum"] + jnp.where(counted, stats[3], 0.0),
+            "epoch_minibatches": carry["epoch_minibatches"] + counted,
+            "stop_kl": jnp.where(counted & kl_stop, stats[3], carry["stop_kl"]),
         }
 
     n_full = shape.n_samples // shape.batch_size
 
     def epoch(carry: dict, inputs: tuple) -> tuple[dict, None]:
         order, epoch_noise = inputs
-        carry = {**carry, "epochs_run": carry["epochs_run"] + ~carry["stopped"]}
+        running = ~carry["stopped"]
+        carry = {
+            **carry,
+            "epochs_run": carry["epochs_run"] + running,
+            "epoch_kl_sum": jnp.where(running, 0.0, carry["epoch_kl_sum"]),
+            "epoch_minibatches": jnp.where(running, 0, carry["epoch_minibatches"]),
+        }
         full = order[: n_full * shape.batch_size].reshape(n_full, shape.batch_size)
         carry, _ = jax.lax.scan(lambda c, index: (minibatch(c, index, epoch_noise), None), carry, full)
         if n_full * shape.batch_size < shape.n_samples:  # SB3's last, shorter minibatch
@@ -117,6 +130,7 @@ def update(
 
     carry, _ = jax.lax.scan(epoch, carry, (orders, noise))
     adam_out = carry["adam"]
+    last_epoch_kl = carry["epoch_kl_sum"] / jnp.maximum(carry["epoch_minibatches"], 1)
     return (
         carry["params"],
         (adam_out.count, adam_out.mu, adam_out.nu),
@@ -124,6 +138,8 @@ def update(
         carry["n_minibatches"],
         carry["epochs_run"],
         carry["last_loss"],
+        last_epoch_kl,
+        carry["stop_kl"],
     )
 
 

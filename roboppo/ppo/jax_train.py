@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 import torch as th
+from stable_baselines3.common.torch_layers import MlpExtractor
 
 from roboppo.common.normalization import NormalizedFlattenExtractor
 from roboppo.ppo.policies import TanhGaussianPolicy
@@ -57,6 +58,8 @@ def unsupported(policy: TanhGaussianPolicy) -> str | None:
         return "the optimizer is not plain Adam (one parameter group, no weight decay, no amsgrad)"
     if group.get("maximize"):
         return "the optimizer maximizes"
+    if type(policy.mlp_extractor) is not MlpExtractor:
+        return f"the policy's MLP extractor is a {type(policy.mlp_extractor).__name__}, not SB3's MlpExtractor"
     for net in (policy.mlp_extractor.policy_net, policy.mlp_extractor.value_net):
         for module in net:
             if not isinstance(module, th.nn.Linear) and type(module) not in ACTIVATIONS:
@@ -137,10 +140,15 @@ def train(policy: TanhGaussianPolicy, batch: RolloutBatch, settings: UpdateSetti
         hyper,
         shape=_update_shape(policy, settings, n_samples),
     )
-    new_params, (step, exp_avg, exp_avg_sq), stat_sums, n_minibatches, epochs_run, last_loss = result
+    new_params, (step, exp_avg, exp_avg_sq), stat_sums, n_minibatches, epochs_run, last_loss, kl, stop_kl = result
     _write_back(policy.optimizer, params, new_params, int(step), exp_avg, exp_avg_sq)
-    means = (np.asarray(stat_sums) / max(int(n_minibatches), 1)).tolist()
-    return UpdateStats.from_means(means, float(last_loss), int(epochs_run))
+    policy_loss, value_loss, entropy_loss, _, clip_fraction = (
+        np.asarray(stat_sums) / max(int(n_minibatches), 1)
+    ).tolist()
+    stop = None if np.isnan(stop_kl) else float(stop_kl)
+    return UpdateStats(
+        policy_loss, value_loss, entropy_loss, float(kl), clip_fraction, float(last_loss), int(epochs_run), stop
+    )
 
 
 def _to_numpy(tensor: th.Tensor) -> np.ndarray:

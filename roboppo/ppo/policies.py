@@ -42,8 +42,8 @@ class TanhGaussianPolicy(ActorCriticPolicy):
     :param normalize_obs: normalize Box observations with running statistics.
     :param obs_clip: clip normalized observations to ``[-obs_clip, obs_clip]``.
     :param kwargs: every other keyword of SB3's ``ActorCriticPolicy`` (``net_arch``,
-        ``activation_fn``, ``log_std_init``, ``ortho_init``, ...). ``use_sde=True`` with Box
-        actions is refused: gSDE's distribution has no tanh-Gaussian form here.
+        ``activation_fn``, ``log_std_init``, ``ortho_init``, ...). ``use_sde=True`` with bounded
+        Box actions is refused: gSDE's distribution has no tanh-Gaussian form here.
     """
 
     def __init__(
@@ -56,7 +56,7 @@ class TanhGaussianPolicy(ActorCriticPolicy):
         **kwargs: Any,
     ) -> None:
         self.squashes_to_box = _bounded_box(action_space)
-        if kwargs.get("use_sde") and isinstance(action_space, spaces.Box):
+        if kwargs.get("use_sde") and self.squashes_to_box:
             raise ValueError(
                 "roboppo's MlpPolicy (tanh-Gaussian) does not implement gSDE; pass use_sde=False, or "
                 "policy=stable_baselines3.common.policies.ActorCriticPolicy for SB3's gSDE policy."
@@ -102,7 +102,7 @@ class TanhGaussianPolicy(ActorCriticPolicy):
         Samples ``u = mean + std * noise`` directly instead of building SB3's distribution objects.
 
         :param obs: observations ``[batch, *obs_shape]`` as a tensor.
-        :return: pre-tanh actions ``[batch, action_dim]``, env-space actions ``[batch, action_dim]``,
+        :return: pre-tanh actions ``[batch, action_dim]``, env-space actions ``[batch, *action_shape]``,
             values ``[batch, 1]``, pre-tanh log-probabilities ``[batch]``.
         """
         assert isinstance(self.action_dist, TanhNormalDistribution), "only for tanh-squashed Box actions"
@@ -113,7 +113,8 @@ class TanhGaussianPolicy(ActorCriticPolicy):
         actions = mean + self.log_std.exp() * noise
         gaussian = (-0.5 * noise.square() - self.log_std - HALF_LOG_2PI).sum(dim=-1)
         log_probs = gaussian - tanh_log_det_jacobian(actions).sum(dim=-1)
-        return actions, self.action_dist.to_env(actions), values, log_probs
+        env_actions = self.action_dist.to_env(actions).reshape(-1, *self.action_space.shape)  # type: ignore[misc]
+        return actions, env_actions, values, log_probs
 
     def evaluate_pre_tanh(
         self, obs: th.Tensor, pre_tanh: th.Tensor, entropy_noise: th.Tensor | None = None

@@ -18,12 +18,12 @@ from stable_baselines3 import PPO as SB3PPO
 from stable_baselines3.common.buffers import RolloutBuffer
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.policies import BasePolicy
-from stable_baselines3.common.type_aliases import GymEnv
-from stable_baselines3.common.utils import explained_variance, obs_as_tensor
-from stable_baselines3.common.vec_env import VecEnv, unwrap_vec_wrapper
+from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback
+from stable_baselines3.common.utils import check_for_correct_spaces, explained_variance, get_device, obs_as_tensor
+from stable_baselines3.common.vec_env import VecEnv
 
 import roboppo_envs
-from roboppo.common.env_util import VecFiniteCheck, make_env_from_id
+from roboppo.common.env_util import check_finite, make_env_from_id
 from roboppo.common.errors import ModelLoadError
 from roboppo.ppo import jax_train, torch_train
 from roboppo.ppo.policies import TanhGaussianPolicy
@@ -107,7 +107,7 @@ class PPO(SB3PPO):
         given.pop("self")
         if isinstance(env, str):
             if roboppo_envs.is_brax_id(env):
-                defaults = BRAX_DEFAULTS["gpu" if th.cuda.is_available() else "cpu"]
+                defaults = BRAX_DEFAULTS["gpu" if get_device(given.get("device", "auto")).type == "cuda" else "cpu"]
                 n_envs = defaults["n_envs"] if n_envs is None else n_envs
                 given = {key: value for key, value in defaults.items() if key != "n_envs"} | given
             given["env"] = make_env_from_id(
@@ -117,18 +117,13 @@ class PPO(SB3PPO):
 
     # -- environments -------------------------------------------------------------------------
 
-    @staticmethod
-    def _wrap_env(env: GymEnv, verbose: int = 0, monitor_wrapper: bool = True) -> VecEnv:
-        venv = SB3PPO._wrap_env(env, verbose, monitor_wrapper)
-        if unwrap_vec_wrapper(venv, VecFiniteCheck) is None:
-            venv = VecFiniteCheck(venv)
-        return venv
-
     def set_env(self, env: GymEnv, force_reset: bool = True) -> None:
-        """SB3's ``set_env``; an env with another number of copies is accepted (the rollout buffer follows it)."""
+        """SB3's ``set_env``; an env with another number of copies is accepted (the rollout buffer follows it,
+        and the env is reset whatever ``force_reset`` says, since the last observations no longer fit)."""
         venv = self._wrap_env(env, self.verbose)
+        check_for_correct_spaces(venv, self.observation_space, self.action_space)
         if venv.num_envs != self.n_envs:
-            self.n_envs = venv.num_envs
+            self.n_envs, force_reset = venv.num_envs, True
             buffer_class = self.rollout_buffer_class
             assert buffer_class is not None, "_setup_model chose the buffer class"
             self.rollout_buffer = buffer_class(
@@ -136,6 +131,20 @@ class PPO(SB3PPO):
                 gae_lambda=self.gae_lambda, n_envs=self.n_envs, **self.rollout_buffer_kwargs,
             )  # fmt: skip
         super().set_env(venv, force_reset)
+
+    def _setup_learn(
+        self,
+        total_timesteps: int,
+        callback: MaybeCallback = None,
+        reset_num_timesteps: bool = True,
+        tb_log_name: str = "run",
+        progress_bar: bool = False,
+    ) -> tuple[int, BaseCallback]:
+        """SB3's ``_setup_learn``; the first observations are checked for NaN and inf."""
+        result = super()._setup_learn(total_timesteps, callback, reset_num_timesteps, tb_log_name, progress_bar)
+        assert self.env is not None
+        check_finite(self.env, "reset", self._last_obs)
+        return result
 
     def _maybe_recommend_cpu(self, mlp_class_name: str = "ActorCriticPolicy") -> None:
         """SB3's advice to run MLP policies on the CPU, for roboppo's ``MlpPolicy`` too."""
@@ -149,7 +158,8 @@ class PPO(SB3PPO):
         self, env: VecEnv, callback: BaseCallback, rollout_buffer: RolloutBuffer, n_rollout_steps: int
     ) -> bool:
         """SB3's ``collect_rollouts``, with the policy's actions from :func:`~roboppo.ppo.rollout.policy_actions`,
-        one batched value call for time-limit bootstraps and rewards multiplied by ``reward_scale``.
+        every step checked for NaN and inf, one batched value call for time-limit bootstraps and rewards
+        multiplied by ``reward_scale``.
 
         Callbacks see SB3's ``locals`` (NumPy ``dones``, ``infos``, ``rewards`` as the env returned them,
         ``actions`` as stored, ``clipped_actions`` as sent to the env).
@@ -169,16 +179,18 @@ class PPO(SB3PPO):
                 actions, clipped_actions, values, log_probs = policy_actions(self.policy, obs_tensor)
             new_obs, rewards, dones, infos = env.step(clipped_actions)
             self.num_timesteps += env.num_envs
+            check_finite(
+                env, f"vector step {self.num_timesteps // env.num_envs}", new_obs, rewards, infos, clipped_actions
+            )
             callback.update_locals(locals())
             if not callback.on_step():
                 return False
-            ended = np.flatnonzero(dones)
-            if ended.size:
-                self._update_info_buffer([infos[i] for i in ended], dones[ended])
+            self._update_info_buffer(infos, dones)
             n_steps += 1
             if isinstance(self.action_space, spaces.Discrete):
                 actions = actions.reshape(-1, 1)
             learning_rewards = self.reward_scale * rewards
+            ended = np.flatnonzero(dones)
             if ended.size:
                 learning_rewards = learning_rewards + self.gamma * truncation_values(self.policy, infos, ended)
             rollout_buffer.add(
@@ -219,6 +231,8 @@ class PPO(SB3PPO):
         backend = jax_train if self._uses_jax_training(policy) else torch_train
         stats = backend.train(policy, flat_batch(self.rollout_buffer, self.device), settings)
         self._n_updates += stats.epochs
+        if stats.stop_kl is not None and self.verbose >= 1:
+            print(f"Early stopping at step {stats.epochs - 1} due to reaching max kl: {stats.stop_kl:.2f}")
         self._record_update(stats, settings)
 
     def _update_settings(self, policy: TanhGaussianPolicy) -> UpdateSettings:

@@ -26,17 +26,19 @@ def train(policy: TanhGaussianPolicy, batch: RolloutBatch, settings: UpdateSetti
     """``settings.n_epochs`` epochs of clipped-surrogate minibatch updates of ``policy`` on ``batch``."""
     stats: list[th.Tensor] = []
     loss = th.zeros(())
-    epochs = 0
+    epochs, last_epoch_start, stopped = 0, 0, False
     n_samples, action_dim = batch.actions.shape
     orders, noise = random_draws(n_samples, settings.n_epochs, action_dim)
     for order, epoch_noise in zip(orders, noise, strict=True):
-        epochs += 1
+        epochs, last_epoch_start = epochs + 1, len(stats)
         order = order.to(batch.observations.device)
         loss, stopped = _run_epoch(policy, batch, order, epoch_noise.to(order.device)[order], settings, stats)
         if stopped:
             break
-    means = th.stack(stats).mean(dim=0).tolist()
-    return UpdateStats.from_means(means, loss.item(), epochs)
+    policy_loss, value_loss, entropy_loss, _, clip_fraction = th.stack(stats).mean(dim=0).tolist()
+    approx_kl = th.stack(stats[last_epoch_start:])[:, 3].mean().item()
+    stop_kl = stats[-1][3].item() if stopped else None
+    return UpdateStats(policy_loss, value_loss, entropy_loss, approx_kl, clip_fraction, loss.item(), epochs, stop_kl)
 
 
 def _run_epoch(

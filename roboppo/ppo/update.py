@@ -41,9 +41,12 @@ class UpdateSettings:
 
 @dataclasses.dataclass(frozen=True)
 class UpdateStats:
-    """Means over the minibatches that ran, the last minibatch's loss and the epochs started.
+    """What SB3's ``train`` logs, computed as it computes them.
 
-    The keys are SB3's ``train/*`` log keys.
+    Losses and clip fraction are means over every minibatch that ran, ``approx_kl`` the mean over
+    the last epoch's minibatches (SB3 restarts that list each epoch), ``loss`` the last
+    minibatch's; ``epochs`` counts the epochs started and ``stop_kl`` is the approximate KL of the
+    minibatch at which ``target_kl`` stopped training (None when it did not).
     """
 
     policy_gradient_loss: float
@@ -53,12 +56,7 @@ class UpdateStats:
     clip_fraction: float
     loss: float
     epochs: int
-
-    @classmethod
-    def from_means(cls, means: list[float], loss: float, epochs: int) -> UpdateStats:
-        """From the five minibatch means in log order (policy, value, entropy loss, approx KL, clip fraction)."""
-        policy_gradient_loss, value_loss, entropy_loss, approx_kl, clip_fraction = means
-        return cls(policy_gradient_loss, value_loss, entropy_loss, approx_kl, clip_fraction, loss, epochs)
+    stop_kl: float | None = None
 
 
 def random_draws(n_samples: int, n_epochs: int, action_dim: int) -> tuple[th.Tensor, th.Tensor]:

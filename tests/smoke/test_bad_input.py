@@ -69,6 +69,18 @@ def test_non_finite_env_output_stops_training_naming_env_and_step(where: str, ti
     assert all((a == b).all() for a, b in zip(before, model.policy.parameters(), strict=True))
 
 
+class NaNAtReset(NaNAfterEnv):
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[np.ndarray, dict]:
+        super().reset(seed=seed)
+        return np.array([0.0, np.nan], np.float32), {}
+
+
+def test_non_finite_first_observation_is_refused_at_reset(tiny: dict[str, Any]) -> None:
+    model = PPO("MlpPolicy", NaNAtReset(), seed=0, **tiny)
+    with pytest.raises(NonFiniteEnvOutputError, match=r"\(copy 0\) returned a non-finite observation at reset"):
+        model.learn(64)
+
+
 def test_missing_model_file_names_both_paths_tried(tmp_path: pathlib.Path) -> None:
     with pytest.raises(FileNotFoundError, match=r"model file not found: .*nothing.*also tried .*nothing\.zip"):
         PPO.load(tmp_path / "nothing")

@@ -64,7 +64,7 @@ def test_vec_normalize_statistics_update_and_ppo_sees_normalized_values(tiny: di
     venv = VecNormalize(batched_pendulums(), gamma=0.99)
     model = PPO("MlpPolicy", venv, seed=0, **tiny).learn(256)
     assert venv.obs_rms.count > 256 and venv.ret_rms.count > 0
-    assert model.get_vec_normalize_env() is venv
+    assert model.get_env() is venv and model.get_vec_normalize_env() is venv  # no wrapper of roboppo's on top
     assert np.abs(model.rollout_buffer.observations).max() <= venv.clip_obs
     assert np.abs(model.rollout_buffer.rewards).max() < 1.0  # pendulum's reward of 1, normalized by the return std
 
@@ -166,9 +166,12 @@ def test_set_env_accepts_another_number_of_copies(tiny: dict[str, Any]) -> None:
     model.set_env(DummyVecEnv([lambda: gym.make("RoboInvertedPendulum-v0")]))
     assert model.n_envs == 1 and model.rollout_buffer.n_envs == 1
     model.learn(64, reset_num_timesteps=False)
-    model.set_env(batched_pendulums(n_envs=3))
+    model.set_env(batched_pendulums(n_envs=3), force_reset=False)  # the old last observation cannot be reused
     model.learn(192, reset_num_timesteps=False)
     assert model.num_timesteps == 256 + 64 + 192
+    with pytest.raises(ValueError, match="Observation spaces do not match"):
+        model.set_env(make_env_from_id("RoboHopper-v0", n_envs=2))
+    assert model.n_envs == 3 and model.rollout_buffer.n_envs == 3  # a refused env changes nothing
 
 
 @pytest.mark.parametrize("env_id", ["RoboInvertedPendulum-v0", "CartPole-v1"])
@@ -221,6 +224,28 @@ def test_mlp_policy_takes_image_and_multi_dimensional_box_observations(tiny: dic
     assert stats.mean.min().item() >= 0.0 and stats.mean.max().item() <= 1.0  # images after SB3's / 255
     action, _ = model.predict(env.observation_space.sample())
     assert env.action_space.contains(action)
+
+
+class MatrixActionEnv(gym.Env):
+    """Box actions of shape (2, 3) with asymmetric bounds; reward = -|action - target|."""
+
+    observation_space = gym.spaces.Box(-1.0, 1.0, (2,), np.float32)
+    action_space = gym.spaces.Box(np.full((2, 3), -1.0, np.float32), np.full((2, 3), 3.0, np.float32))
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[np.ndarray, dict]:
+        super().reset(seed=seed)
+        return np.zeros(2, np.float32), {}
+
+    def step(self, action: np.ndarray) -> tuple[np.ndarray, float, bool, bool, dict]:
+        assert self.action_space.contains(action), f"action {action!r} outside {self.action_space}"
+        return np.zeros(2, np.float32), -float(np.abs(action - 2.0).sum()), False, False, {}
+
+
+def test_multi_dimensional_box_actions_reach_the_env_in_its_shape(tiny: dict[str, Any]) -> None:
+    settings = tiny | {"policy_kwargs": {"net_arch": [16], "log_std_init": 3.0}}  # saturated actions
+    model = PPO("MlpPolicy", MatrixActionEnv(), seed=0, **settings).learn(128)
+    action, _ = model.predict(np.zeros(2, np.float32))
+    assert action.shape == (2, 3) and model.rollout_buffer.actions.shape == (64, 1, 6)
 
 
 def test_ppo_on_the_gpu_gets_sb3s_advice_to_use_the_cpu() -> None:

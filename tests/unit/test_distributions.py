@@ -104,3 +104,13 @@ def test_sample_and_mode_are_env_space_actions() -> None:
     assert dist.mode().item() == pytest.approx(5.0 + 5.0 * math.tanh(0.5))
     actions, log_prob = TanhNormalDistribution(1).log_prob_from_params(th.zeros(4, 1), th.zeros(1))
     assert actions.shape == (4, 1) and actions.abs().max() <= 1.0 and np.all(np.isfinite(log_prob.numpy()))
+
+
+def test_saturated_actions_stay_inside_asymmetric_bounds(rng: np.random.Generator) -> None:
+    """``low + 2 * half_range`` can round above ``high``; the squashed action is clamped to the Box."""
+    low = rng.uniform(-10, 0, size=1000).astype(np.float32)
+    high = (low + rng.uniform(0.01, 10, size=1000)).astype(np.float32)
+    dist = TanhNormalDistribution(1000, low, high)
+    for u in (50.0, -50.0):
+        actions = dist.to_env(th.full((1, 1000), u)).numpy()[0]
+        assert np.all(actions >= low) and np.all(actions <= high)

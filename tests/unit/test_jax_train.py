@@ -93,13 +93,39 @@ def test_same_steps_with_clipped_values_and_raw_advantages() -> None:
     assert_same_steps(torch_model, jax_model, train_both(torch_model, jax_model))
 
 
-def test_target_kl_stops_both_loops_at_the_same_minibatch() -> None:
-    torch_model, jax_model = twins(target_kl=0.002, learning_rate=3e-3)
+def test_target_kl_stops_both_loops_at_the_same_minibatch(capsys: pytest.CaptureFixture[str]) -> None:
+    torch_model, jax_model = twins(target_kl=0.01, learning_rate=1e-2)
+    torch_model.verbose = jax_model.verbose = 1
+    steps_before, updates_before = optimizer_steps(jax_model), jax_model._n_updates
     before = train_both(torch_model, jax_model)
     assert_same_steps(torch_model, jax_model, before)
-    steps = float(jax_model.policy.optimizer.state_dict()["state"][0]["step"])
-    assert 3 < steps < 3 + 3 * SMALL["n_epochs"]  # stopped early, after at least one update
-    assert torch_model._n_updates == jax_model._n_updates < 2 * SMALL["n_epochs"]
+    assert optimizer_steps(torch_model) == optimizer_steps(jax_model)
+    assert 0 < optimizer_steps(jax_model) - steps_before < 3 * SMALL["n_epochs"]  # stopped after some updates
+    assert torch_model._n_updates == jax_model._n_updates < updates_before + SMALL["n_epochs"]
+    torch_line, jax_line = capsys.readouterr().out.splitlines()
+    assert torch_line == jax_line and torch_line.startswith("Early stopping at step ")  # SB3's message
+
+
+def optimizer_steps(model: PPO) -> float:
+    return float(model.policy.optimizer.state_dict()["state"][0]["step"])
+
+
+def test_a_custom_mlp_extractor_is_not_compiled() -> None:
+    from stable_baselines3.common.torch_layers import MlpExtractor
+
+    from roboppo import TanhGaussianPolicy
+
+    class Doubled(MlpExtractor):
+        def forward_actor(self, features: th.Tensor) -> th.Tensor:
+            return 2 * super().forward_actor(features)
+
+    class Custom(TanhGaussianPolicy):
+        def _build_mlp_extractor(self) -> None:
+            self.mlp_extractor = Doubled(self.features_dim, self.net_arch, self.activation_fn, self.device)
+
+    model = PPO(Custom, "RoboHopper-v0", n_envs=2, **SMALL)
+    assert "MLP extractor is a Doubled" in str(unsupported(model.policy))
+    assert not model._uses_jax_training(model.policy)
 
 
 def test_auto_backend_uses_jax_on_the_cpu_and_torch_for_other_optimizers() -> None:

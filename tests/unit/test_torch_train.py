@@ -15,16 +15,18 @@ from roboppo.common.env_util import make_env_from_id
 
 
 def test_same_gradients_and_logs_as_sb3_train() -> None:
-    """One epoch of one full-batch minibatch, so that shuffling changes only the summation order.
+    """Two epochs of one full-batch minibatch each, so that shuffling changes only the summation order.
 
     SB3's ``train`` scores env-space actions through ``evaluate_actions`` (SB3's contract), the
     backend scores the stored pre-tanh ones: the two must agree.
 
-    The gradients (left in ``.grad`` by the step) are compared, not the parameters after Adam's
-    step: Adam divides by the root of the squared-gradient average, so elements with gradients
-    near zero move by up to the learning rate on rounding-level differences.
+    The gradients (left in ``.grad`` by the last step) are compared, not the parameters after Adam's
+    step, and Adam's ``eps`` is raised to 1 in both: Adam divides by the root of the squared-gradient
+    average, so with the default eps elements with gradients near zero move by up to the learning
+    rate on rounding-level differences. The second epoch makes ``train/approx_kl`` meaningful:
+    SB3 logs the mean over the last epoch only.
     """
-    kwargs = {"n_steps": 32, "batch_size": 64, "n_epochs": 1, "seed": 0}
+    kwargs = {"n_steps": 32, "batch_size": 64, "n_epochs": 2, "seed": 0}
     ours = PPO("MlpPolicy", "RoboHopper-v0", n_envs=2, train_backend="torch", **kwargs)
     ours.learn(64)  # one rollout and one update, so the optimizer has state
     theirs = PPO("MlpPolicy", make_env_from_id("RoboHopper-v0", n_envs=2, vec_env_cls=DummyVecEnv), **kwargs)
@@ -37,6 +39,8 @@ def test_same_gradients_and_logs_as_sb3_train() -> None:
     for model in (ours, theirs):
         model._current_progress_remaining = 0.5
         model.set_logger(copy.deepcopy(ours.logger))
+        for group in model.policy.optimizer.param_groups:
+            group["eps"] = 1.0
     th.manual_seed(1)
     ours._train_pre_tanh(ours.policy)
     th.manual_seed(1)
@@ -45,11 +49,11 @@ def test_same_gradients_and_logs_as_sb3_train() -> None:
         assert a.grad is not None and b.grad is not None
         scale = b.grad.abs().max().item()
         assert scale > 0
-        np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=0, atol=1e-4 * scale)  # float32 atanh(tanh(u))
+        np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=0, atol=1e-3 * scale)  # float32 atanh(tanh(u))
     logged_ours, logged_theirs = ours.logger.name_to_value, theirs.logger.name_to_value
     for key in ("train/policy_gradient_loss", "train/value_loss", "train/approx_kl", "train/clip_fraction"):
         assert logged_ours[key] == pytest.approx(logged_theirs[key], rel=1e-3, abs=1e-6), key
-    assert (ours._n_updates, theirs._n_updates) == (2, 1)  # ours had trained once before
+    assert (ours._n_updates, theirs._n_updates) == (4, 2)  # ours had trained once before
 
 
 def test_target_kl_stops_the_epoch_early() -> None:
