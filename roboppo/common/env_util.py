@@ -68,7 +68,7 @@ def env_name(venv: VecEnv) -> str:
 
 def check_finite(
     venv: VecEnv,
-    where: str,
+    step: int | None,
     obs: Any,
     rewards: np.ndarray | None = None,
     infos: list[dict[str, Any]] | tuple = (),
@@ -77,26 +77,33 @@ def check_finite(
     """Raise :class:`NonFiniteEnvOutputError` if an observation, reward or terminal observation is NaN or inf.
 
     Unlike SB3's ``VecCheckNan`` the message names the environment id, the copy index and
-    where it happened (``where``: ``"reset"`` or ``"vector step N"``), which is what one needs
-    to reproduce the fault. roboppo's PPO calls it on every step of its rollouts.
+    where it happened (vector step ``step``, or the reset when ``step`` is None), which is what
+    one needs to reproduce the fault. roboppo's PPO calls it on every step of its rollouts.
     """
     bad = _first_bad_copy(obs, "observation")
     if bad is None and rewards is not None:
         bad = _first_bad_copy(rewards, "reward")
-    for index, info in enumerate(infos):
-        if bad is not None:
-            break
-        if "terminal_observation" in info:
-            found = _first_bad_copy(_as_batch(info["terminal_observation"]), "terminal observation")
-            bad = None if found is None else (index, found[1])
+    if bad is None:
+        bad = _first_bad_terminal_observation(infos)
     if bad is None:
         return
     index, what = bad
+    where = "reset" if step is None else f"vector step {step}"
     action = "" if actions is None else f" after action {actions[index]!r}"
     raise NonFiniteEnvOutputError(
         f"environment {env_name(venv)} (copy {index}) returned a non-finite {what} at {where}{action}. "
         "Training stopped before the bad value reached the networks; check the env's physics or reward."
     )
+
+
+def _first_bad_terminal_observation(infos: list[dict[str, Any]] | tuple) -> tuple[int, str] | None:
+    """The first copy whose ``info["terminal_observation"]`` holds NaN or inf, and what it is."""
+    for index, info in enumerate(infos):
+        if "terminal_observation" in info:
+            found = _first_bad_copy(_as_batch(info["terminal_observation"]), "terminal observation")
+            if found is not None:
+                return index, found[1]
+    return None
 
 
 def _first_bad_copy(values: Any, what: str) -> tuple[int, str] | None:

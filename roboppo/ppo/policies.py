@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import torch as th
 from gymnasium import spaces
-from stable_baselines3.common.policies import ActorCriticPolicy
+from stable_baselines3.common.policies import ActorCriticPolicy, BasePolicy
 from stable_baselines3.common.preprocessing import preprocess_obs
 from stable_baselines3.common.type_aliases import Schedule
 
@@ -158,6 +158,13 @@ class TanhGaussianPolicy(ActorCriticPolicy):
         data = super()._get_constructor_parameters()
         data.update(normalize_obs=self.normalize_obs, obs_clip=self.obs_clip)
         return data
+
+
+def pre_tanh_policy(policy: BasePolicy) -> TanhGaussianPolicy | None:
+    """``policy`` when PPO may sample and score its pre-tanh actions (see ``uses_pre_tanh_path``), else None."""
+    if isinstance(policy, TanhGaussianPolicy) and policy.uses_pre_tanh_path():
+        return policy
+    return None
 
 
 def _bounded_box(space: spaces.Space) -> bool:

@@ -26,7 +26,7 @@ import roboppo_envs
 from roboppo.common.env_util import check_finite, make_env_from_id
 from roboppo.common.errors import ModelLoadError
 from roboppo.ppo import jax_train, torch_train
-from roboppo.ppo.policies import TanhGaussianPolicy
+from roboppo.ppo.policies import TanhGaussianPolicy, pre_tanh_policy
 from roboppo.ppo.rollout import flat_batch, policy_actions, truncation_values
 from roboppo.ppo.update import UpdateSettings, UpdateStats
 
@@ -143,7 +143,7 @@ class PPO(SB3PPO):
         """SB3's ``_setup_learn``; the first observations are checked for NaN and inf."""
         result = super()._setup_learn(total_timesteps, callback, reset_num_timesteps, tb_log_name, progress_bar)
         assert self.env is not None
-        check_finite(self.env, "reset", self._last_obs)
+        check_finite(self.env, None, self._last_obs)
         return result
 
     def _maybe_recommend_cpu(self, mlp_class_name: str = "ActorCriticPolicy") -> None:
@@ -179,9 +179,7 @@ class PPO(SB3PPO):
                 actions, clipped_actions, values, log_probs = policy_actions(self.policy, obs_tensor)
             new_obs, rewards, dones, infos = env.step(clipped_actions)
             self.num_timesteps += env.num_envs
-            check_finite(
-                env, f"vector step {self.num_timesteps // env.num_envs}", new_obs, rewards, infos, clipped_actions
-            )
+            check_finite(env, self.num_timesteps // env.num_envs, new_obs, rewards, infos, clipped_actions)
             callback.update_locals(locals())
             if not callback.on_step():
                 return False
@@ -218,8 +216,9 @@ class PPO(SB3PPO):
         roboppo's policy on its pre-tanh path trains through :mod:`~roboppo.ppo.jax_train` or
         :mod:`~roboppo.ppo.torch_train` (see ``train_backend``); any other policy through SB3's ``train``.
         """
-        if isinstance(self.policy, TanhGaussianPolicy) and self.policy.uses_pre_tanh_path():
-            self._train_pre_tanh(self.policy)
+        policy = pre_tanh_policy(self.policy)
+        if policy is not None:
+            self._train_pre_tanh(policy)
         else:
             super().train()
         self._update_obs_normalizer()

@@ -22,7 +22,7 @@ from gymnasium import spaces
 from stable_baselines3.common.buffers import RolloutBuffer
 from stable_baselines3.common.policies import ActorCriticPolicy
 
-from roboppo.ppo.policies import TanhGaussianPolicy
+from roboppo.ppo.policies import pre_tanh_policy
 from roboppo.ppo.update import RolloutBatch
 
 
@@ -42,9 +42,10 @@ def policy_actions(policy: ActorCriticPolicy, obs: th.Tensor | dict[str, th.Tens
     env-space image; every other policy is SB3's: ``policy(obs)``, then for Box actions
     ``unscale_action`` (squashing policies) or clipping to the bounds.
     """
-    if isinstance(policy, TanhGaussianPolicy) and policy.uses_pre_tanh_path():
+    tanh_policy = pre_tanh_policy(policy)
+    if tanh_policy is not None:
         assert isinstance(obs, th.Tensor)
-        pre_tanh, env_actions, values, log_probs = policy.rollout_actions(obs)
+        pre_tanh, env_actions, values, log_probs = tanh_policy.rollout_actions(obs)
         return PolicyActions(pre_tanh.cpu().numpy(), env_actions.cpu().numpy(), values, log_probs)
     actions, values, log_probs = policy(obs)
     stored = actions.cpu().numpy()

@@ -27,6 +27,7 @@ from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv, VecEnvWrapper,
 
 from roboppo import PPO, TanhGaussianPolicy
 from roboppo.common.env_util import make_env_from_id
+from tests.unit.test_distributions import reference
 
 
 class TimesThousand(VecEnvWrapper):
@@ -286,13 +287,10 @@ def test_continuous_identity_task_learns_and_predicts_with_and_without_a_batch()
 
 def reference_log_prob(policy: TanhGaussianPolicy, obs: th.Tensor, actions: th.Tensor) -> th.Tensor:
     """torch's own squashed Gaussian (Normal -> tanh -> affine onto the Box) with the policy's mean and std."""
-    from torch.distributions import AffineTransform, Normal, TanhTransform, TransformedDistribution
-
     with th.no_grad():
-        mean = policy.action_net(policy.mlp_extractor.forward_actor(policy.extract_features(obs))).double()
-    low, high = (th.as_tensor(bound, dtype=th.float64) for bound in (policy.action_space.low, policy.action_space.high))
-    base = Normal(mean, policy.log_std.detach().double().exp())
-    squashed = TransformedDistribution(base, [TanhTransform(), AffineTransform((high + low) / 2, (high - low) / 2)])
+        mean = policy.action_net(policy.mlp_extractor.forward_actor(policy.extract_features(obs)))
+    box = policy.action_space
+    squashed = reference(mean, policy.log_std.detach(), box.low, box.high)  # type: ignore[attr-defined]
     return squashed.log_prob(actions.double()).sum(-1)
 
 

@@ -20,10 +20,13 @@ def make_dist(
     return dist.proba_distribution(th.tensor([mean], dtype=th.float64), th.tensor(log_std, dtype=th.float64))
 
 
-def reference(mean: list[float], log_std: list[float], low: list[float], high: list[float]) -> TransformedDistribution:
-    """torch's own squashed Gaussian: Normal -> tanh -> affine map onto [low, high]."""
-    low_t, high_t = th.tensor(low, dtype=th.float64), th.tensor(high, dtype=th.float64)
-    base = Normal(th.tensor(mean, dtype=th.float64), th.tensor(log_std, dtype=th.float64).exp())
+Values = list[float] | np.ndarray | th.Tensor
+
+
+def reference(mean: Values, log_std: Values, low: Values, high: Values) -> TransformedDistribution:
+    """torch's own squashed Gaussian: Normal -> tanh -> affine map onto [low, high] (float64)."""
+    low_t, high_t = th.as_tensor(low, dtype=th.float64), th.as_tensor(high, dtype=th.float64)
+    base = Normal(th.as_tensor(mean, dtype=th.float64), th.as_tensor(log_std, dtype=th.float64).exp())
     return TransformedDistribution(base, [TanhTransform(), AffineTransform((high_t + low_t) / 2, (high_t - low_t) / 2)])
 
 
