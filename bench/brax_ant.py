@@ -202,6 +202,7 @@ def train_roboppo(settings: Settings, device: th.device, seed: int) -> tuple[flo
     model = PPO(
         "MlpPolicy",
         "RoboAnt-v0",
+        hyperparams="sb3",  # every setting below is the reference loop's
         n_envs=settings.num_envs,
         n_steps=samples_per_update // settings.num_envs,
         batch_size=samples_per_update // settings.num_minibatches,

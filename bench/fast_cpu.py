@@ -98,7 +98,7 @@ def ppo_run(system: str, env_id: str, n_envs: int, batch_size: int, rollouts: in
         backend = "torch" if system == "roboppo-torch" else "auto"
         model = PPO(
             "MlpPolicy", env_id, n_envs=n_envs, env_kwargs=env_kwargs, seed=0, train_backend=backend,
-            **hparams(batch_size),
+            hyperparams="sb3", **hparams(batch_size),
         )  # fmt: skip
     else:
         model = SB3PPO("MlpPolicy", make_vec_env(TWINS[env_id], n_envs=n_envs, seed=0), seed=0, **hparams(batch_size))
@@ -137,7 +137,7 @@ def memory_run(env_id: str, n_envs: int, batch_size: int, steps: int) -> dict:
         def _on_rollout_end(self) -> None:
             samples.append((self.num_timesteps, current_rss_mb()))
 
-    model = PPO("MlpPolicy", env_id, n_envs=n_envs, seed=0, **hparams(batch_size))
+    model = PPO("MlpPolicy", env_id, n_envs=n_envs, seed=0, hyperparams="sb3", **hparams(batch_size))
     model.learn(steps, callback=Sampler(), progress_bar=True)
     return {"samples": samples, "peak_mb": peak_rss_mb()}
 

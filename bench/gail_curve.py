@@ -24,8 +24,8 @@ from _report import publish
 from stable_baselines3.common.evaluation import evaluate_policy
 
 from roboppo.common.env_util import make_env_from_id
+from roboppo.common.hparams import load_gail_hparams
 from roboppo.gail import GAILTrainer, load_demonstrations
-from roboppo.zoo.hparams import load_gail_hparams
 
 
 def run_seed(args: argparse.Namespace, seed: int, expert_return: float) -> dict[str, Any]:

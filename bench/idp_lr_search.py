@@ -17,7 +17,7 @@ from stable_baselines3.common.evaluation import evaluate_policy
 
 from roboppo import PPO
 from roboppo.common.env_util import make_env_from_id
-from roboppo.zoo.hparams import LinearSchedule
+from roboppo.common.hparams import LinearSchedule
 
 ENV = "RoboInvertedDoublePendulum-v0"
 BASE: dict[str, Any] = {

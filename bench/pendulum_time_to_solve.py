@@ -28,7 +28,6 @@ from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 
 from roboppo import PPO
 from roboppo.common.env_util import make_env_from_id
-from roboppo.zoo import load_ppo_hparams
 from roboppo.zoo.baselines import RL_ZOO3_PPO
 
 BUDGET = 50_000
@@ -73,10 +72,9 @@ def solve(system: str, model: Any, eval_env: VecEnv, n_envs: int, seed: int) -> 
 
 
 def run_roboppo(seed: int) -> Run:
-    entry = load_ppo_hparams("RoboInvertedPendulum-v0")
-    model = PPO("MlpPolicy", "RoboInvertedPendulum-v0", n_envs=entry.n_envs, seed=seed, **entry.ppo_kwargs)
+    model = PPO("MlpPolicy", "RoboInvertedPendulum-v0", seed=seed)  # the zoo entry's settings
     eval_env = make_env_from_id("RoboInvertedPendulum-v0", seed=10_000 + seed)
-    return solve("roboppo", model, eval_env, entry.n_envs, seed)
+    return solve("roboppo", model, eval_env, model.n_envs, seed)
 
 
 def run_sb3(seed: int) -> Run:

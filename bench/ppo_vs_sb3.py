@@ -36,7 +36,9 @@ DEFAULT_STEPS = {"RoboInvertedPendulum-v0": 10_000, "RoboHopper-v0": 100_000}
 def bench_hparams(env_id: str) -> ZooEntry:
     """The settings both systems get: rl-zoo3's for Hopper, roboppo's zoo entry otherwise."""
     if env_id == "RoboHopper-v0":
-        return ZooEntry(env_id, 1_000_000, 1, RL_ZOO3_PPO[env_id])
+        return ZooEntry(
+            env_id, 1_000_000, 1, RL_ZOO3_PPO[env_id], source="rl-baselines3-zoo hyperparams/ppo.yml [Hopper-v4]"
+        )
     return load_ppo_hparams(env_id)
 
 
@@ -56,7 +58,7 @@ class Result:
 
 def run_roboppo(env_id: str, seed: int, steps: int) -> Result:
     entry = bench_hparams(env_id)
-    model = PPO("MlpPolicy", env_id, n_envs=entry.n_envs, seed=seed, **entry.ppo_kwargs)
+    model = PPO("MlpPolicy", env_id, seed=seed, hyperparams=entry)
     start = time.perf_counter()
     model.learn(steps)
     seconds = time.perf_counter() - start

@@ -22,7 +22,7 @@ from stable_baselines3.common.logger import configure
 
 from roboppo import PPO, UnknownEnvError
 from roboppo.common.env_util import check_env_id, make_env_from_id
-from roboppo.zoo import HparamsError, load_ppo_hparams
+from roboppo.zoo import HparamsError
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -44,33 +44,26 @@ def main(argv: list[str] | None = None) -> float:
     threshold = args.threshold if args.threshold is not None else gym.spec(args.env).reward_threshold
     if threshold is None:
         raise SystemExit(f"{args.env} has no reward threshold; pass --threshold.")
-    entry = load_ppo_hparams(args.env)
     run_name = f"{args.env}_seed{args.seed}_{time.strftime('%Y%m%d-%H%M%S')}"
     run_dir = args.log_dir / run_name
 
-    model = PPO(
-        "MlpPolicy",
-        args.env,
-        n_envs=entry.n_envs,
-        seed=args.seed,
-        **entry.ppo_kwargs,
-    )
+    model = PPO("MlpPolicy", args.env, seed=args.seed)  # every setting from the env's zoo entry
     # TensorBoard events, a CSV of the same scalars, the evaluations and the model share one folder.
     model.set_logger(configure(str(run_dir), ["tensorboard", "csv"]))
     eval_env = make_env_from_id(args.env, n_envs=1, seed=args.seed + 10_000)
     evaluation = EvalCallback(
         eval_env,
         n_eval_episodes=10,
-        eval_freq=max(args.eval_freq // entry.n_envs, 1),
+        eval_freq=max(args.eval_freq // model.n_envs, 1),
         deterministic=True,
         callback_on_new_best=StopTrainingOnRewardThreshold(reward_threshold=threshold),
         log_path=str(run_dir),
         verbose=1,
     )
-    budget = args.max_steps or entry.n_timesteps
-    print(f"Training PPO on {args.env} until 10 deterministic episodes average {threshold:g} (budget {budget:,} steps)")
+    print(f"Stopping once 10 deterministic episodes average {threshold:g} (evaluated every {args.eval_freq:,} steps)")
     start = time.perf_counter()
-    model.learn(budget, callback=evaluation, progress_bar=not args.no_progress_bar)
+    # without --max-steps, learn() trains the entry's budget and says how long that should take
+    model.learn(args.max_steps, callback=evaluation, progress_bar=not args.no_progress_bar)
     seconds = time.perf_counter() - start
     model.save(run_dir / "model.zip")
 

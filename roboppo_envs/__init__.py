@@ -90,6 +90,11 @@ def has_vector_env(env_id: str) -> bool:
     return isinstance(entry_point, str) and entry_point.startswith("roboppo_envs.")
 
 
+def roboppo_ids() -> list[str]:
+    """The ids this package registers (MuJoCo and Brax), sorted."""
+    return sorted([*ROBO_ENVS, *BRAX_ENVS])
+
+
 def registered_ids() -> list[str]:
     """The ``Robo*`` ids currently registered with Gymnasium, sorted."""
     return sorted(env_id for env_id in gym.registry if env_id.startswith("Robo"))
@@ -97,4 +102,4 @@ def registered_ids() -> list[str]:
 
 register_envs()
 
-__all__ = ["BRAX_ENVS", "ROBO_ENVS", "has_vector_env", "is_brax_id", "register_envs", "registered_ids"]
+__all__ = ["BRAX_ENVS", "ROBO_ENVS", "has_vector_env", "is_brax_id", "register_envs", "registered_ids", "roboppo_ids"]

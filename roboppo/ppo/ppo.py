@@ -19,28 +19,19 @@ from stable_baselines3.common.buffers import RolloutBuffer
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.policies import BasePolicy
 from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback
-from stable_baselines3.common.utils import check_for_correct_spaces, explained_variance, get_device, obs_as_tensor
+from stable_baselines3.common.utils import check_for_correct_spaces, explained_variance, obs_as_tensor
 from stable_baselines3.common.vec_env import VecEnv
 
-import roboppo_envs
 from roboppo.common.env_util import check_finite, make_env_from_id
 from roboppo.common.errors import ModelLoadError
+from roboppo.common.hparams import TRAIN_BACKENDS, ZooEntry, capped_budget
 from roboppo.ppo import jax_train, torch_train
+from roboppo.ppo.defaults import SB3_SOURCE, BudgetNotice, describe, with_notice, zoo_arguments, zoo_entry
 from roboppo.ppo.policies import TanhGaussianPolicy, pre_tanh_policy
 from roboppo.ppo.rollout import flat_batch, policy_actions, truncation_values
 from roboppo.ppo.update import UpdateSettings, UpdateStats
 
 SelfPPO = TypeVar("SelfPPO", bound="PPO")
-
-# Defaults for Brax ids when the caller leaves them out: thousands of robots on a GPU
-# (the Brax PyTorch notebook's batch: 2048 envs x 80 steps, 32 minibatches, 4 epochs),
-# a few dozen on a CPU.
-BRAX_DEFAULTS = {
-    "gpu": {"n_envs": 2048, "n_steps": 80, "batch_size": 5120, "n_epochs": 4},
-    "cpu": {"n_envs": 32, "n_steps": 64, "batch_size": 512, "n_epochs": 4},
-}
-
-TRAIN_BACKENDS = ("auto", "jax", "torch")
 
 _SB3_SIGNATURE = inspect.signature(SB3PPO.__init__)
 
@@ -49,14 +40,18 @@ class PPO(SB3PPO):
     """Proximal Policy Optimization for robot control: a subclass of SB3's ``PPO`` that behaves like it.
 
     Every argument of ``stable_baselines3.PPO`` is accepted, positionally or by keyword, with
-    the same meaning and default. What roboppo adds (the README's "Differences from SB3"):
+    the same meaning. What roboppo adds (the README's "Differences from SB3"):
+
+    - ``env`` may be a registered roboppo id (``"RoboHopper-v0"``): ``n_envs`` copies are built,
+      seeded from ``seed``, and every argument left out comes from the id's ``zoo_hparams/ppo.yml``
+      entry (for the device training runs on), so ``PPO("MlpPolicy", "RoboAnt-v0").learn()`` trains
+      with tuned settings for the entry's budget. ``hyperparams="sb3"`` keeps SB3's defaults; an env
+      object, a ``VecEnv`` or another id always does. ``hyperparams_source`` and ``hyperparams``
+      say what was used.
 
     - ``"MlpPolicy"`` is :class:`~roboppo.ppo.policies.TanhGaussianPolicy`: tanh-squashed Gaussian
       Box actions and observation normalization inside the policy, so the saved zip is all a user
       needs. SB3's other aliases (``"CnnPolicy"``, ``"MultiInputPolicy"``) are SB3's policies.
-    - ``env`` may be a registered id (``"RoboHopper-v0"``): ``n_envs`` copies are built, seeded
-      from ``seed`` (for Brax ids, left-out ``n_envs``, ``n_steps``, ``batch_size`` and
-      ``n_epochs`` default to :data:`BRAX_DEFAULTS` for the device torch uses).
     - ``reward_scale`` multiplies the rewards PPO learns from (not the episode statistics).
     - Rollouts store pre-tanh actions and their exact log-probabilities; the update runs every
       epoch and minibatch of a rollout in one compiled JAX call on the CPU (``train_backend``).
@@ -69,16 +64,22 @@ class PPO(SB3PPO):
     :param policy: ``"MlpPolicy"``, another SB3 alias, or a policy class.
     :param env: a Gymnasium env, an SB3 ``VecEnv`` or a registered env id.
     :param args: SB3's PPO arguments after ``env``, positionally (``learning_rate``, ``n_steps``, ...).
-    :param n_envs: number of env copies when ``env`` is an id (ignored otherwise; default 1,
-        or :data:`BRAX_DEFAULTS` for Brax ids).
+    :param n_envs: number of env copies when ``env`` is an id (ignored otherwise; default: the
+        zoo entry's, else 1).
     :param env_kwargs: keyword arguments for ``gym.make`` / ``gym.make_vec`` when ``env`` is an id.
-    :param reward_scale: rewards are multiplied by this before GAE (episode statistics are not).
+    :param reward_scale: rewards are multiplied by this before GAE (episode statistics are not);
+        default: the zoo entry's, else 1.
     :param train_backend: how roboppo's policy is updated: ``"jax"`` runs every epoch and
         minibatch of a rollout in one compiled JAX call (CPU only; about 10x less time than
         PyTorch for small networks), ``"torch"`` the PyTorch loop of :mod:`roboppo.ppo.torch_train`,
-        ``"auto"`` (default) ``"jax"`` when the policy can take it (see
-        :func:`roboppo.ppo.jax_train.unsupported`), else ``"torch"``. Other policies train with
-        SB3's own ``train``.
+        ``"auto"`` (default, unless the zoo entry says otherwise) ``"jax"`` when the policy can take
+        it (see :func:`roboppo.ppo.jax_train.unsupported`), else ``"torch"``. Other policies train
+        with SB3's own ``train``.
+    :param hyperparams: where arguments left out come from: ``None`` (default) the zoo entry for a
+        registered roboppo id given as a string and SB3's defaults otherwise; ``"zoo"`` the same but
+        an error for anything other than such an id; ``"sb3"`` SB3's defaults; or a
+        :class:`~roboppo.zoo.ZooEntry` (``roboppo.zoo.load_ppo_hparams(id, path)``), for any env.
+        Arguments you pass always win. The entry's ``policy_kwargs`` apply to roboppo's policy only.
     :param kwargs: SB3's PPO arguments by keyword.
     """
 
@@ -88,6 +89,12 @@ class PPO(SB3PPO):
     }
     rollout_buffer: RolloutBuffer
 
+    # where the settings came from, saved with the model (models saved before this was recorded load as "not recorded")
+    hyperparams_source: str = "not recorded"
+    hyperparams: dict[str, Any]
+    default_total_timesteps: int | None = None
+    env_id: str | None = None
+
     def __init__(
         self,
         policy: str | type[BasePolicy],
@@ -95,25 +102,74 @@ class PPO(SB3PPO):
         *args: Any,
         n_envs: int | None = None,
         env_kwargs: dict[str, Any] | None = None,
-        reward_scale: float = 1.0,
-        train_backend: str = "auto",
+        reward_scale: float | None = None,
+        train_backend: str | None = None,
+        hyperparams: str | ZooEntry | None = None,
         **kwargs: Any,
     ) -> None:
-        if train_backend not in TRAIN_BACKENDS:
-            raise ValueError(f"train_backend must be one of {TRAIN_BACKENDS}, got {train_backend!r}.")
-        self.reward_scale = reward_scale
-        self.train_backend = train_backend
         given = _SB3_SIGNATURE.bind_partial(self, policy, env, *args, **kwargs).arguments
         given.pop("self")
+        ours = {"n_envs": n_envs, "reward_scale": reward_scale, "train_backend": train_backend}
+        explicit = set(given) | {key for key, value in ours.items() if value is not None}
+        entry = zoo_entry(hyperparams, env, given.get("device", "auto"))
+        taken, replaced = ({}, []) if entry is None else zoo_arguments(entry, explicit, self._is_roboppo_policy(policy))
+        settings = {key: value for key, value in ours.items() if value is not None} | taken
+        self.reward_scale = float(settings.pop("reward_scale", 1.0))
+        self.train_backend = settings.pop("train_backend", "auto")
+        if self.train_backend not in TRAIN_BACKENDS:
+            raise ValueError(f"train_backend must be one of {TRAIN_BACKENDS}, got {self.train_backend!r}.")
+        n_envs = settings.pop("n_envs", None)
+        self.env_id = env if isinstance(env, str) else None
+        self.hyperparams_source = SB3_SOURCE if entry is None else entry.source
+        if given.get("_init_setup_model") is False:  # PPO.load: the saved values replace these
+            self.hyperparams_source = type(self).hyperparams_source
+        self.hyperparams = {} if entry is None else {key: entry.values.get(key, taken[key]) for key in taken}
+        self.default_total_timesteps = None if entry is None else entry.n_timesteps
         if isinstance(env, str):
-            if roboppo_envs.is_brax_id(env):
-                defaults = BRAX_DEFAULTS["gpu" if get_device(given.get("device", "auto")).type == "cuda" else "cpu"]
-                n_envs = defaults["n_envs"] if n_envs is None else n_envs
-                given = {key: value for key, value in defaults.items() if key != "n_envs"} | given
             given["env"] = make_env_from_id(
                 env, n_envs=1 if n_envs is None else n_envs, seed=given.get("seed"), env_kwargs=env_kwargs
             )
-        super().__init__(**given)
+        super().__init__(**(given | settings))
+        if entry is not None and self.verbose >= 1:
+            print(describe(entry.source, taken, entry.values, replaced))
+
+    def _is_roboppo_policy(self, policy: str | type[BasePolicy]) -> bool:
+        policy_class = self.policy_aliases.get(policy) if isinstance(policy, str) else policy
+        return isinstance(policy_class, type) and issubclass(policy_class, TanhGaussianPolicy)
+
+    def learn(  # type: ignore[override]
+        self: SelfPPO,
+        total_timesteps: int | None = None,
+        callback: MaybeCallback = None,
+        log_interval: int = 1,
+        tb_log_name: str = "PPO",
+        reset_num_timesteps: bool = True,
+        progress_bar: bool | None = None,
+    ) -> SelfPPO:
+        """SB3's ``learn``; without ``total_timesteps`` a model built from a zoo entry trains the entry's budget.
+
+        That budget can be long, so it is announced (env, steps, device) with an estimate of the time
+        after the second rollout, and a progress bar is shown unless ``progress_bar=False``. The
+        environment variable ``ROBOPPO_MAX_TIMESTEPS`` caps it (for smoke tests of scripts).
+
+        :raises TypeError: no ``total_timesteps`` and no zoo budget (SB3's error for a missing argument).
+        """
+        if total_timesteps is None:
+            if self.default_total_timesteps is None:
+                raise TypeError(
+                    "learn() missing 1 required positional argument: 'total_timesteps' (a default budget comes "
+                    f"only with a zoo entry; this model's settings are from {self.hyperparams_source})"
+                )
+            total_timesteps, capped = capped_budget(self.default_total_timesteps)
+            plan = (
+                f"Training PPO on {self.env_id or 'the env'} for {total_timesteps:,} env steps{capped}, the budget of "
+                f"{self.hyperparams_source}. Pass total_timesteps to choose another."
+            )
+            callback = with_notice(callback, BudgetNotice(plan))
+            progress_bar = True if progress_bar is None else progress_bar
+        return super().learn(
+            total_timesteps, callback, log_interval, tb_log_name, reset_num_timesteps, bool(progress_bar)
+        )
 
     # -- environments -------------------------------------------------------------------------
 

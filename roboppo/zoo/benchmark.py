@@ -20,9 +20,9 @@ import numpy as np
 from stable_baselines3.common.evaluation import evaluate_policy
 
 from roboppo.common.env_util import check_env_id, make_env_from_id
+from roboppo.common.hparams import load_ppo_hparams
 from roboppo.ppo import PPO
 from roboppo.zoo.baselines import RL_ZOO3_PPO, evaluate_stock_sb3, train_stock_sb3
-from roboppo.zoo.hparams import load_ppo_hparams
 from roboppo.zoo.runs import write_atomic
 
 DEFAULT_ENVS = ["RoboInvertedPendulum-v0", "RoboInvertedDoublePendulum-v0", "RoboHopper-v0"]

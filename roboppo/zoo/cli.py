@@ -26,9 +26,9 @@ from collections.abc import Callable, Sequence
 os.environ.setdefault("MUJOCO_GL", "egl")  # off-screen rendering for `record`; read when mujoco loads
 
 from roboppo.common.errors import ModelLoadError, UnknownEnvError
+from roboppo.common.hparams import HparamsError
 from roboppo.gail import DemoError
 from roboppo.zoo.benchmark import DEFAULT_ENVS, benchmark
-from roboppo.zoo.hparams import HparamsError
 from roboppo.zoo.imitate import collect_demos, gail
 from roboppo.zoo.media import plot, record
 from roboppo.zoo.runs import RunFolderError

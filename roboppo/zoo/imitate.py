@@ -11,9 +11,9 @@ import yaml
 from stable_baselines3.common.evaluation import evaluate_policy
 
 from roboppo.common.env_util import check_env_id, make_env_from_id
+from roboppo.common.hparams import load_gail_hparams
 from roboppo.gail import GAILTrainer, collect_demonstrations, load_demonstrations, save_demonstrations
 from roboppo.ppo import PPO
-from roboppo.zoo.hparams import load_gail_hparams
 from roboppo.zoo.runs import write_atomic
 
 

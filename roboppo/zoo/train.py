@@ -16,8 +16,8 @@ from stable_baselines3.common.logger import CSVOutputFormat, Logger, make_output
 
 import roboppo_envs
 from roboppo.common.env_util import check_env_id, make_env_from_id
+from roboppo.common.hparams import HparamsError, load_ppo_hparams, parse_overrides
 from roboppo.ppo import PPO
-from roboppo.zoo.hparams import HparamsError, load_ppo_hparams, parse_overrides
 from roboppo.zoo.runs import CHECKPOINTS, latest_checkpoint, model_file, read_config, write_config
 
 
@@ -27,7 +27,7 @@ def train(args: argparse.Namespace) -> int:
         return resume(args.resume, progress_bar=not args.no_progress_bar)
     check_env_id(args.env)
     overrides = parse_overrides(args.p or [])
-    entry = load_ppo_hparams(args.env, args.hparams, overrides)
+    entry = load_ppo_hparams(args.env, args.hparams, overrides, device=args.device)
     config = {
         "algo": "ppo",
         "env": args.env,
@@ -47,8 +47,9 @@ def train(args: argparse.Namespace) -> int:
     env_kwargs = _apply_threads(config)
     model = PPO(
         "MlpPolicy", args.env, n_envs=config["n_envs"], env_kwargs=env_kwargs, seed=args.seed, device=args.device,
-        **entry.ppo_kwargs,
+        hyperparams=entry,
     )  # fmt: skip
+    print(f"Hyperparameters from {model.hyperparams_source}")
     write_config(run_dir, config, sys.argv)
     return _learn(model, run_dir, config, progress_bar=not args.no_progress_bar)
 

@@ -19,8 +19,8 @@ import yaml
 from stable_baselines3.common.callbacks import EvalCallback
 
 from roboppo.common.env_util import check_env_id, make_env_from_id
+from roboppo.common.hparams import load_ppo_hparams
 from roboppo.ppo import PPO
-from roboppo.zoo.hparams import load_ppo_hparams
 from roboppo.zoo.runs import write_atomic
 
 NET_ARCHS = {"small": [64, 64], "medium": [128, 128], "large": [256, 256]}
@@ -71,7 +71,7 @@ def objective(trial: Any, args: argparse.Namespace) -> float:
     settings = sample_ppo(trial)
     entry = load_ppo_hparams(args.env, overrides={k: v for k, v in settings.items() if k != "n_envs"})
     n_envs = settings["n_envs"]
-    model = PPO("MlpPolicy", args.env, n_envs=n_envs, seed=trial.number, **entry.ppo_kwargs)
+    model = PPO("MlpPolicy", args.env, n_envs=n_envs, seed=trial.number, hyperparams=entry)
     evaluation = _PruningEval(
         trial, make_env_from_id(args.env, seed=10_000 + trial.number), n_eval_episodes=args.eval_episodes,
         eval_freq=max(args.eval_freq // n_envs, 1), verbose=0,

@@ -41,6 +41,17 @@ def test_train_writes_a_complete_run_folder(run_dir: pathlib.Path) -> None:
     assert list(np.load(run_dir / "evaluations.npz")["timesteps"]) == [256, 512, 768, 1024]
 
 
+def test_train_uses_the_settings_of_the_python_line(run_dir: pathlib.Path) -> None:
+    """`roboppo-zoo train --env ID` and `PPO("MlpPolicy", ID)` resolve the same entry (here plus two -p overrides)."""
+    cli, line = PPO.load(run_dir / "model.zip"), PPO("MlpPolicy", ENV)
+    keys = ["n_envs", "batch_size", "n_epochs", "gamma", "gae_lambda", "ent_coef", "vf_coef", "reward_scale"]
+    assert [getattr(cli, key) for key in keys] == [getattr(line, key) for key in keys]
+    assert cli.lr_schedule(0.5) == line.lr_schedule(0.5) and cli.clip_range(0.5) == line.clip_range(0.5)
+    assert cli.hyperparams_source == line.hyperparams_source + "; overridden: n_steps, policy_kwargs"
+    assert cli.hyperparams["n_steps"] == 64 and line.hyperparams["n_steps"] == 64  # the override; the entry's
+    assert cli.hyperparams["policy_kwargs"] == {"net_arch": [16]}
+
+
 def test_resume_continues_the_step_count_and_the_history(tmp_path: pathlib.Path) -> None:
     run = train(tmp_path)
     (run / "model.zip").unlink()  # as if interrupted after the last checkpoint

@@ -8,7 +8,7 @@ import sys
 
 import optuna
 
-from roboppo.zoo.hparams import load_ppo_hparams
+from roboppo.common.hparams import load_ppo_hparams
 
 ENV = "RoboInvertedPendulum-v0"
 

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 import torch as th
 
+from roboppo.common.hparams import LinearSchedule
 from roboppo.gail import GAILTrainer, load_demonstrations, save_demonstrations
 from roboppo.gail.demos import Demonstrations
 from roboppo.gail.trainer import collect_demonstrations
-from roboppo.zoo.hparams import LinearSchedule
 
 ENV = "RoboInvertedPendulum-v0"
 

@@ -7,7 +7,14 @@ import pathlib
 import pytest
 from torch import nn
 
-from roboppo.zoo.hparams import HparamsError, default_hparams_file, load_gail_hparams, load_ppo_hparams
+from roboppo.common.hparams import (
+    HparamsError,
+    capped_budget,
+    default_hparams_file,
+    load_gail_hparams,
+    load_ppo_hparams,
+    zoo_device,
+)
 
 
 def write(tmp_path: pathlib.Path, text: str) -> pathlib.Path:
@@ -23,6 +30,7 @@ def test_shipped_file_has_an_entry_per_robo_env() -> None:
     hopper = load_ppo_hparams("RoboHopper-v0")
     assert hopper.ppo_kwargs["policy_kwargs"] == {"log_std_init": -1.0}
     assert hopper.ppo_kwargs["clip_range"](0.5) == pytest.approx(0.1)  # decays linearly to 0
+    assert hopper.ppo_kwargs["clip_range"](-0.25) == 0.0  # and stays there when the last rollout overshoots
     assert hopper.ppo_kwargs["reward_scale"] == 0.1
     ant = load_ppo_hparams("RoboAnt-v0")
     assert ant.ppo_kwargs["reward_scale"] == 0.1 and ant.ppo_kwargs["policy_kwargs"]["activation_fn"] is nn.SiLU
@@ -99,3 +107,99 @@ def test_schedules_are_mappings(tmp_path: pathlib.Path) -> None:
     write(tmp_path, "MyEnv-v0:\n  learning_rate: {type: cosine, initial: 1}\n")
     with pytest.raises(HparamsError, match=r"learning_rate: a schedule is \{type: linear\|constant"):
         load_ppo_hparams("MyEnv-v0", path)
+
+
+LAYERED = """
+default:
+  n_steps: 2048
+  gamma: 0.99
+  gpu: {n_steps: 4096}
+default_brax:
+  n_epochs: 4
+  cpu: {n_envs: 32, batch_size: 512}
+  gpu: {n_envs: 2048, batch_size: 5120}
+RoboAnt-v0:
+  gamma: 0.97
+  cpu: {n_envs: 256}
+"""
+
+
+@pytest.mark.parametrize(
+    ("env_id", "device", "expected"),
+    [
+        ("RoboAnt-v0", "cpu", {"n_envs": 256, "n_steps": 2048, "gamma": 0.97, "n_epochs": 4, "batch_size": 512}),
+        ("RoboAnt-v0", "gpu", {"n_envs": 2048, "n_steps": 4096, "gamma": 0.97, "n_epochs": 4, "batch_size": 5120}),
+        ("RoboHumanoid-v0", "cpu", {"n_envs": 32, "n_steps": 2048, "gamma": 0.99, "n_epochs": 4, "batch_size": 512}),
+        ("RoboHopper-v0", "gpu", {"n_envs": 1, "n_steps": 4096, "gamma": 0.99}),
+    ],
+)
+def test_layers_and_device_sub_entries_merge_in_order(
+    tmp_path: pathlib.Path, env_id: str, device: str, expected: dict
+) -> None:
+    entry = load_ppo_hparams(env_id, write(tmp_path, LAYERED), device=device)
+    assert {"n_envs": entry.n_envs, **entry.ppo_kwargs} == expected
+    assert entry.device == device
+    assert entry.values == {key: value for key, value in expected.items() if key != "n_envs" or value != 1}
+    shown = env_id if env_id == "RoboAnt-v0" else ("default_brax" if "Humanoid" in env_id else "default")
+    assert f"[{shown}] for {device}" in entry.source and (shown == env_id or f"no {env_id} entry" in entry.source)
+
+
+def test_shipped_ant_entry_holds_a_cpu_and_a_gpu_batch() -> None:
+    cpu, gpu = load_ppo_hparams("RoboAnt-v0", device="cpu"), load_ppo_hparams("RoboAnt-v0", device="gpu")
+    assert (cpu.n_envs, cpu.ppo_kwargs["n_steps"], cpu.ppo_kwargs["batch_size"], cpu.n_timesteps) == (
+        256, 40, 1280, 20_000_000
+    )  # fmt: skip
+    assert (gpu.n_envs, gpu.ppo_kwargs["n_steps"], gpu.ppo_kwargs["batch_size"], gpu.n_timesteps) == (
+        2048, 80, 5120, 30_000_000
+    )  # fmt: skip
+    shared = {"n_epochs", "gamma", "clip_range", "ent_coef", "reward_scale", "max_grad_norm", "learning_rate"}
+    assert {key: cpu.ppo_kwargs[key] for key in shared} == {key: gpu.ppo_kwargs[key] for key in shared}
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("MyEnv-v0:\n  gpu: 4\n", r"\[MyEnv-v0\] gpu: a device sub-entry is a mapping"),
+        ("MyEnv-v0:\n  cpu: {gpu: {n_steps: 8}}\n", r"no nested cpu/gpu"),
+        ("MyEnv-v0:\n  tpu: {n_steps: 8}\n", r"unknown key 'tpu'.*device sub-entries are cpu: and gpu:"),
+        ("MyEnv-v0:\n  cpu: {n_step: 8}\n", r"unknown key 'n_step'"),
+        ("MyEnv-v0: [1, 2]\n", r"\[MyEnv-v0\]: expected a mapping of settings"),
+    ],
+)
+def test_bad_device_sub_entries_are_named(tmp_path: pathlib.Path, text: str, message: str) -> None:
+    with pytest.raises(HparamsError, match=message):
+        load_ppo_hparams("MyEnv-v0", write(tmp_path, text), device="cpu")
+
+
+@pytest.mark.parametrize(
+    ("env_id", "torch_device", "jax_backend", "expected"),
+    [
+        ("RoboHopper-v0", "cpu", "cpu", "cpu"),
+        ("RoboHopper-v0", "cuda", "cpu", "gpu"),
+        ("RoboAnt-v0", "cuda", "gpu", "gpu"),
+        ("RoboAnt-v0", "cuda", "cpu", "cpu"),  # the envs would step on the CPU: a CPU-sized batch
+        ("RoboAnt-v0", "cpu", "gpu", "cpu"),  # the update would run on the CPU
+    ],
+)
+def test_device_kind_follows_torch_and_jax(
+    monkeypatch: pytest.MonkeyPatch, env_id: str, torch_device: str, jax_backend: str, expected: str
+) -> None:
+    import jax
+    import torch as th
+
+    from roboppo.common import hparams
+
+    monkeypatch.setattr(hparams, "get_device", lambda device: th.device(torch_device))
+    monkeypatch.setattr(jax, "default_backend", lambda: jax_backend)
+    kind, why = zoo_device(env_id, "auto")
+    assert kind == expected and f"torch on {torch_device}" in why
+    assert ("JAX on" in why) == (env_id == "RoboAnt-v0")
+    assert zoo_device(env_id, "gpu") == ("gpu", "requested")
+
+
+def test_budget_cap_reads_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ROBOPPO_MAX_TIMESTEPS", raising=False)
+    assert capped_budget(20_000) == (20_000, "")
+    monkeypatch.setenv("ROBOPPO_MAX_TIMESTEPS", "500")
+    assert capped_budget(20_000) == (500, " (capped by ROBOPPO_MAX_TIMESTEPS=500)")
+    assert capped_budget(300) == (300, "")

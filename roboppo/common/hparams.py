@@ -2,20 +2,33 @@
 
 Values are never ``eval``'d: activation functions are looked up by name in a fixed table,
 and every key and type is checked, with errors naming the file, the env id and the key.
+
+An env's settings are merged from up to three layers, each optionally with ``cpu:`` and ``gpu:``
+sub-entries for values that depend on where training runs: ``default``, then ``default_brax``
+for Brax ids, then the env's own entry. Within a layer the sub-entry for the chosen device
+overrides the layer's plain keys; a later layer overrides everything before it.
 """
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import importlib.resources
+import os
 import pathlib
 import re
 from typing import Any
 
 import yaml
+from stable_baselines3.common.utils import get_device
 from torch import nn
 
-from roboppo.ppo.ppo import TRAIN_BACKENDS
+import roboppo_envs
+
+TRAIN_BACKENDS = ("auto", "jax", "torch")
+DEVICE_KINDS = ("cpu", "gpu")
+BRAX_LAYER = "default_brax"
+MAX_TIMESTEPS_VARIABLE = "ROBOPPO_MAX_TIMESTEPS"
 
 ACTIVATIONS: dict[str, type[nn.Module]] = {"tanh": nn.Tanh, "relu": nn.ReLU, "silu": nn.SiLU, "elu": nn.ELU}
 
@@ -66,12 +79,19 @@ class HparamsError(ValueError):
 
 @dataclasses.dataclass(frozen=True)
 class ZooEntry:
-    """One env's settings: the training budget, the number of envs and PPO's keyword arguments."""
+    """One env's settings: the training budget, the number of envs and PPO's keyword arguments.
+
+    ``values`` holds the same settings as the file writes them (plain numbers, strings and
+    mappings, so they can be saved with a model); ``source`` says where they came from.
+    """
 
     env_id: str
     n_timesteps: int
     n_envs: int
     ppo_kwargs: dict[str, Any]
+    device: str = "cpu"
+    source: str = ""
+    values: dict[str, Any] = dataclasses.field(default_factory=dict)
 
 
 def default_hparams_file(algo: str = "ppo") -> pathlib.Path:
@@ -80,24 +100,106 @@ def default_hparams_file(algo: str = "ppo") -> pathlib.Path:
 
 
 def load_ppo_hparams(
-    env_id: str, path: str | pathlib.Path | None = None, overrides: dict[str, Any] | None = None
+    env_id: str,
+    path: str | pathlib.Path | None = None,
+    overrides: dict[str, Any] | None = None,
+    device: str = "auto",
 ) -> ZooEntry:
-    """The ``default`` entry of ``zoo_hparams/ppo.yml`` (or ``path``) updated with the ``env_id`` entry, validated.
+    """The validated settings for ``env_id`` from ``zoo_hparams/ppo.yml`` (or ``path``).
+
+    Layers ``default``, ``default_brax`` (Brax ids only) and the ``env_id`` entry are merged in
+    that order, each with its sub-entry for the device kind :func:`zoo_device` picks.
 
     :param overrides: values that replace the file's (``roboppo-zoo train -p key=value``), validated alike;
         ``{"policy_kwargs": {...}}`` is merged key by key.
+    :param device: the torch device training will use (``"auto"``, ``"cpu"``, ``"cuda"``, ...), or
+        ``"gpu"`` to read the GPU sub-entries on any machine.
     :raises HparamsError: YAML syntax error, unknown key or wrong type (names file, env id and key).
     """
-    file, merged = _merged_entry("ppo", env_id, path)
+    kind, why = zoo_device(env_id, device)
+    file, layers = _ppo_layers(env_id, path)
+    merged: dict[str, Any] = {}
+    for name, layer in layers:
+        merged.update(_layer_values(layer, kind, f"{file} [{name}]"))
     for key, value in (overrides or {}).items():
         if key == "policy_kwargs" and isinstance(value, dict) and isinstance(merged.get(key), dict):
             merged[key] = {**merged[key], **value}
         else:
             merged[key] = value
+    values = copy.deepcopy(merged)
     settings = _ppo_settings(merged, f"{file} [{env_id}]" + (" with -p overrides" if overrides else ""))
     n_timesteps = int(settings.pop("n_timesteps", 1_000_000))
     n_envs = int(settings.pop("n_envs", 1))
-    return ZooEntry(env_id=env_id, n_timesteps=n_timesteps, n_envs=n_envs, ppo_kwargs=settings)
+    name = layers[-1][0] if layers else "default"
+    source = f"{_shown(file, path)} [{name}] for {kind} ({why})" + ("" if name == env_id else f"; no {env_id} entry")
+    if overrides:
+        source += f"; overridden: {', '.join(sorted(overrides))}"
+    return ZooEntry(env_id, n_timesteps, n_envs, settings, kind, source, values)
+
+
+def zoo_device(env_id: str, device: str = "auto") -> tuple[str, str]:
+    """Which sub-entries (``"cpu"`` or ``"gpu"``) fit training ``env_id`` on ``device``, and why.
+
+    ``"gpu"`` when torch's device is CUDA and, for a Brax id, JAX's default backend is a GPU too
+    (the env steps where JAX runs, the update where torch runs); ``"cpu"`` otherwise.
+    """
+    if device == "gpu":
+        return "gpu", "requested"
+    torch_device = get_device(device)
+    why = f"torch on {torch_device.type}"
+    if not roboppo_envs.is_brax_id(env_id):
+        return ("gpu" if torch_device.type == "cuda" else "cpu"), why
+    import jax  # only for Brax ids, which need JAX anyway
+
+    backend = jax.default_backend()
+    why += f", JAX on {backend}"
+    return ("gpu" if torch_device.type == "cuda" and backend == "gpu" else "cpu"), why
+
+
+def capped_budget(n_timesteps: int) -> tuple[int, str]:
+    """``n_timesteps``, or less when :data:`MAX_TIMESTEPS_VARIABLE` (``ROBOPPO_MAX_TIMESTEPS``) says so.
+
+    The variable caps every default budget (``PPO(...).learn()`` without ``total_timesteps``),
+    for smoke-testing scripts; returns the budget and a note naming the cap when it applied.
+    """
+    raw = os.environ.get(MAX_TIMESTEPS_VARIABLE)
+    if raw is None or raw == "":
+        return n_timesteps, ""
+    if not raw.isdigit() or int(raw) == 0:
+        raise ValueError(f"{MAX_TIMESTEPS_VARIABLE}={raw!r}: expected a positive whole number of env steps, or unset.")
+    cap = int(raw)
+    return (cap, f" (capped by {MAX_TIMESTEPS_VARIABLE}={cap})") if cap < n_timesteps else (n_timesteps, "")
+
+
+def _ppo_layers(env_id: str, path: str | pathlib.Path | None) -> tuple[pathlib.Path, list[tuple[str, dict[str, Any]]]]:
+    file, document = _document("ppo", path)
+    names = ["default"] + ([BRAX_LAYER] if roboppo_envs.is_brax_id(env_id) else []) + [env_id]
+    layers = []
+    for name in names:
+        layer = document.get(name) or {}
+        if not isinstance(layer, dict):
+            raise HparamsError(f"{file} [{name}]: expected a mapping of settings, got {layer!r}.")
+        if name in document:
+            layers.append((name, layer))
+    return file, layers
+
+
+def _layer_values(layer: dict[str, Any], kind: str, where: str) -> dict[str, Any]:
+    """A layer's plain keys updated with its ``kind`` sub-entry (both checked for stray sub-entries)."""
+    values = {key: value for key, value in layer.items() if key not in DEVICE_KINDS}
+    for sub in DEVICE_KINDS:
+        block = layer.get(sub)
+        if block is None:
+            continue
+        if not isinstance(block, dict) or any(key in DEVICE_KINDS for key in block):
+            raise HparamsError(f"{where} {sub}: a device sub-entry is a mapping of settings (no nested cpu/gpu).")
+        if sub == kind:
+            values.update(block)
+    return values
+
+
+def _shown(file: pathlib.Path, path: str | pathlib.Path | None) -> str:
+    return f"zoo_hparams/{file.name}" if path is None else str(file)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -177,6 +279,13 @@ def parse_overrides(pairs: list[str]) -> dict[str, Any]:
 
 
 def _merged_entry(algo: str, env_id: str, path: str | pathlib.Path | None) -> tuple[pathlib.Path, dict[str, Any]]:
+    file, document = _document(algo, path)
+    merged: dict[str, Any] = dict(document.get("default") or {})
+    merged.update(document.get(env_id) or {})
+    return file, merged
+
+
+def _document(algo: str, path: str | pathlib.Path | None) -> tuple[pathlib.Path, dict[str, Any]]:
     file = pathlib.Path(path) if path is not None else default_hparams_file(algo)
     try:
         document = yaml.load(file.read_text(), Loader=_Loader)  # a SafeLoader subclass
@@ -184,19 +293,22 @@ def _merged_entry(algo: str, env_id: str, path: str | pathlib.Path | None) -> tu
         raise HparamsError(f"{file}: YAML syntax error: {error}") from error
     if not isinstance(document, dict):
         raise HparamsError(f"{file}: expected a mapping of env ids to settings at the top level.")
-    merged: dict[str, Any] = dict(document.get("default") or {})
-    merged.update(document.get(env_id) or {})
-    return file, merged
+    return file, document
 
 
 class LinearSchedule:
-    """``initial * progress_remaining`` (1 at the start of training, 0 at the end), down to ``final``."""
+    """From ``initial`` to ``final`` as ``progress_remaining`` goes from 1 (start of training) to 0 (end).
+
+    Progress past the end (the last rollout overshoots a budget that is not a whole number of
+    rollouts, so SB3 reports negative progress) holds the value at ``final``.
+    """
 
     def __init__(self, initial: float, final: float = 0.0) -> None:
         self.initial, self.final = initial, final
 
     def __call__(self, progress_remaining: float) -> float:
-        return self.final + (self.initial - self.final) * progress_remaining
+        progress = min(max(progress_remaining, 0.0), 1.0)
+        return self.final + (self.initial - self.final) * progress
 
     def __repr__(self) -> str:
         return f"LinearSchedule(initial={self.initial}, final={self.final})"
@@ -240,7 +352,8 @@ def _validated(values: dict[str, Any], schema: dict[str, tuple[type, ...]], wher
     checked: dict[str, Any] = {}
     for key, value in values.items():
         if key not in schema:
-            raise HparamsError(f"{where}: unknown key {key!r}; known keys: {', '.join(sorted(schema))}.")
+            hint = " (device sub-entries are cpu: and gpu:)" if schema is PPO_KEYS else ""
+            raise HparamsError(f"{where}: unknown key {key!r}; known keys: {', '.join(sorted(schema))}{hint}.")
         accepted = schema[key]
         is_bool = isinstance(value, bool)
         if not isinstance(value, accepted) or (is_bool and bool not in accepted):
