@@ -90,10 +90,10 @@ class PPO(SB3PPO):
     rollout_buffer: RolloutBuffer
 
     # where the settings came from, saved with the model (models saved before this was recorded load as "not recorded")
-    hyperparams_source: str = "not recorded"
+    hyperparams_source: str
     hyperparams: dict[str, Any]
-    default_total_timesteps: int | None = None
-    env_id: str | None = None
+    default_total_timesteps: int | None
+    env_id: str | None
 
     def __init__(
         self,
@@ -120,9 +120,8 @@ class PPO(SB3PPO):
             raise ValueError(f"train_backend must be one of {TRAIN_BACKENDS}, got {self.train_backend!r}.")
         n_envs = settings.pop("n_envs", None)
         self.env_id = env if isinstance(env, str) else None
-        self.hyperparams_source = SB3_SOURCE if entry is None else entry.source
-        if given.get("_init_setup_model") is False:  # PPO.load: the saved values replace these
-            self.hyperparams_source = type(self).hyperparams_source
+        loading = given.get("_init_setup_model") is False  # PPO.load: the saved values replace these
+        self.hyperparams_source = "not recorded" if loading else SB3_SOURCE if entry is None else entry.source
         self.hyperparams = {} if entry is None else {key: entry.values.get(key, taken[key]) for key in taken}
         self.default_total_timesteps = None if entry is None else entry.n_timesteps
         if isinstance(env, str):

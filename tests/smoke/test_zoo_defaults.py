@@ -5,7 +5,9 @@ Budgets are shrunk with ``ROBOPPO_MAX_TIMESTEPS`` (the README's mechanism for sm
 
 from __future__ import annotations
 
+import json
 import pathlib
+import zipfile
 from typing import Any
 
 import gymnasium as gym
@@ -155,3 +157,21 @@ def test_a_bad_budget_cap_is_named(value: str, monkeypatch: pytest.MonkeyPatch) 
     model = PPO("MlpPolicy", "RoboInvertedPendulum-v0")
     with pytest.raises(ValueError, match=f"ROBOPPO_MAX_TIMESTEPS='{value}': expected a positive whole number"):
         model.learn()
+
+
+def test_models_saved_without_a_record_load_as_before(tmp_path: pathlib.Path, tiny: dict[str, Any]) -> None:
+    PPO("MlpPolicy", "RoboInvertedPendulum-v0", seed=0, **tiny).save(tmp_path / "new.zip")
+    with zipfile.ZipFile(tmp_path / "new.zip") as new, zipfile.ZipFile(tmp_path / "old.zip", "w") as old:
+        for item in new.infolist():
+            content = new.read(item)
+            if item.filename == "data":
+                data = json.loads(content)
+                for key in ("hyperparams_source", "hyperparams", "default_total_timesteps", "env_id"):
+                    del data[key]
+                content = json.dumps(data).encode()
+            old.writestr(item, content)
+    loaded = PPO.load(tmp_path / "old.zip", env=make_env_from_id("RoboInvertedPendulum-v0"))
+    assert (loaded.hyperparams_source, loaded.hyperparams, loaded.default_total_timesteps) == ("not recorded", {}, None)
+    assert loaded.n_steps == 64 and loaded.learn(64).num_timesteps == 64
+    with pytest.raises(TypeError, match=r"'total_timesteps'.*settings are from not recorded"):
+        loaded.learn()

@@ -17,7 +17,7 @@ pytest.importorskip("jax")
 pytestmark = pytest.mark.filterwarnings("ignore:You have specified a mini-batch size of 24")
 
 # 64 samples in minibatches of 24: two full ones and SB3's shorter last one per epoch
-SMALL = {"n_steps": 32, "batch_size": 24, "n_epochs": 3, "seed": 0}
+SMALL = {"n_steps": 32, "batch_size": 24, "n_epochs": 3, "seed": 0, "hyperparams": "sb3"}  # SB3 defaults otherwise
 COMPARED_LOGS = (
     "train/policy_gradient_loss",
     "train/value_loss",

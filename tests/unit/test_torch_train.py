@@ -26,7 +26,7 @@ def test_same_gradients_and_logs_as_sb3_train() -> None:
     rate on rounding-level differences. The second epoch makes ``train/approx_kl`` meaningful:
     SB3 logs the mean over the last epoch only.
     """
-    kwargs = {"n_steps": 32, "batch_size": 64, "n_epochs": 2, "seed": 0}
+    kwargs = {"n_steps": 32, "batch_size": 64, "n_epochs": 2, "seed": 0, "hyperparams": "sb3"}
     ours = PPO("MlpPolicy", "RoboHopper-v0", n_envs=2, train_backend="torch", **kwargs)
     ours.learn(64)  # one rollout and one update, so the optimizer has state
     theirs = PPO("MlpPolicy", make_env_from_id("RoboHopper-v0", n_envs=2, vec_env_cls=DummyVecEnv), **kwargs)
@@ -57,6 +57,15 @@ def test_same_gradients_and_logs_as_sb3_train() -> None:
 
 
 def test_target_kl_stops_the_epoch_early() -> None:
-    model = PPO("MlpPolicy", "RoboHopper-v0", n_envs=2, n_steps=32, batch_size=16, n_epochs=20, target_kl=1e-6)
+    model = PPO(
+        "MlpPolicy",
+        "RoboHopper-v0",
+        n_envs=2,
+        n_steps=32,
+        batch_size=16,
+        n_epochs=20,
+        target_kl=1e-6,
+        hyperparams="sb3",
+    )
     model.learn(64)
     assert model._n_updates == 1  # stopped in the first epoch
