@@ -6,7 +6,8 @@
 Each run is the literal line (plus ``seed=`` when ``--seeds`` is given): every setting and the
 budget come from the env's zoo entry. ``--minutes`` stops a run after that much wall-clock time,
 as Ctrl-C would (an exception raised from a timer signal inside ``learn``); the model as it is
-then is evaluated over ``--episodes`` deterministic episodes on separately seeded copies.
+then is evaluated over ``--episodes`` deterministic episodes on one separately seeded env, as
+``roboppo-zoo eval`` does, and saved under ``--save-dir`` when given.
 """
 
 from __future__ import annotations
@@ -36,7 +37,9 @@ def _stop(signum: int, frame: Any) -> None:
     raise TimeLimitError
 
 
-def run(env_id: str, seed: int | None, minutes: float | None, episodes: int) -> dict[str, Any]:
+def run(
+    env_id: str, seed: int | None, minutes: float | None, episodes: int, save_dir: pathlib.Path | None
+) -> dict[str, Any]:
     model = PPO("MlpPolicy", env_id) if seed is None else PPO("MlpPolicy", env_id, seed=seed)
     start = time.perf_counter()
     stopped = False
@@ -50,7 +53,9 @@ def run(env_id: str, seed: int | None, minutes: float | None, episodes: int) -> 
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
     seconds = time.perf_counter() - start
-    eval_env = make_env_from_id(env_id, n_envs=min(episodes, 10), seed=10_000 + (seed or 0))
+    if save_dir is not None:
+        model.save(save_dir / f"{env_id}_seed{'none' if seed is None else seed}.zip")
+    eval_env = make_env_from_id(env_id, n_envs=1, seed=10_000 + (seed or 0))
     returns, _ = evaluate_policy(
         model, eval_env, n_eval_episodes=episodes, deterministic=True, return_episode_rewards=True
     )
@@ -75,8 +80,9 @@ def main() -> None:
     parser.add_argument("--minutes", type=float, default=None, help="stop each run after this long")
     parser.add_argument("--episodes", type=int, default=10)
     parser.add_argument("--out", type=pathlib.Path, default=None)
+    parser.add_argument("--save-dir", type=pathlib.Path, default=None, help="save each final model here")
     args = parser.parse_args()
-    rows = [run(args.env, seed, args.minutes, args.episodes) for seed in seeds_from(args.seeds)]
+    rows = [run(args.env, seed, args.minutes, args.episodes, args.save_dir) for seed in seeds_from(args.seeds)]
     means = np.array([row["mean"] for row in rows])
     lines = [
         f'`PPO("MlpPolicy", "{args.env}").learn()` with {rows[0]["source"]}; '
