@@ -125,7 +125,10 @@ def test_saved_models_remember_where_their_settings_came_from(
     model.save(tmp_path / "pendulum.zip")
     loaded = PPO.load(tmp_path / "pendulum.zip", env=make_env_from_id("RoboInvertedPendulum-v0", n_envs=4))
     assert loaded.hyperparams_source == model.hyperparams_source
-    assert loaded.hyperparams == model.hyperparams and loaded.hyperparams["learning_rate"] == 1.0e-3
+    assert loaded.hyperparams == model.hyperparams and loaded.hyperparams["learning_rate"] == {
+        "type": "linear",
+        "initial": 2.0e-3,
+    }
     assert loaded.default_total_timesteps == 20_000 and loaded.env_id == "RoboInvertedPendulum-v0"
     assert loaded.learn(256, reset_num_timesteps=False).num_timesteps == 512
 
