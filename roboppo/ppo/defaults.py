@@ -18,8 +18,6 @@ from roboppo.common.hparams import ZooEntry, load_ppo_hparams
 
 SB3_SOURCE = "Stable-Baselines3 defaults"
 HYPERPARAMS_CHOICES = ("zoo", "sb3")
-# roboppo's own keywords that a zoo entry may set, next to SB3's
-ROBOPPO_KEYS = ("n_envs", "reward_scale", "train_backend")
 
 
 def zoo_entry(hyperparams: str | ZooEntry | None, env: Any, device: Any) -> ZooEntry | None:
@@ -60,9 +58,9 @@ def zoo_arguments(entry: ZooEntry, explicit: set[str], roboppo_policy: bool) -> 
     return taken, sorted(set(values) & explicit)
 
 
-def describe(source: str, taken: dict[str, Any], raw: dict[str, Any], replaced: list[str]) -> str:
-    """One line: where the settings came from, their values as the file writes them, what the caller replaced."""
-    shown = ", ".join(f"{key}={raw.get(key, value)}" for key, value in taken.items())
+def describe(source: str, used: dict[str, Any], replaced: list[str]) -> str:
+    """One line: where the settings came from, the values used (as the file writes them), what the caller replaced."""
+    shown = ", ".join(f"{key}={value}" for key, value in used.items())
     line = f"Hyperparameters from {source}: {shown}"
     return line + (f"; your arguments replace {', '.join(replaced)}" if replaced else "")
 
@@ -85,7 +83,6 @@ class BudgetNotice(BaseCallback):
     def __init__(self, plan: str) -> None:
         super().__init__()
         self.plan = plan
-        self.estimate: str | None = None
         self._marks: list[tuple[float, int]] = []
 
     def _on_training_start(self) -> None:
@@ -98,10 +95,7 @@ class BudgetNotice(BaseCallback):
         (start, first), (end, last) = self._marks[1], self._marks[2]
         rate = (last - first) / max(end - start, 1e-9)
         left = max(self.model._total_timesteps - self.num_timesteps, 0) / rate
-        self.estimate = (
-            f"About {_duration(left)} to go on this machine ({rate:,.0f} env steps/s over the last rollout)."
-        )
-        print(self.estimate)
+        print(f"About {_duration(left)} to go on this machine ({rate:,.0f} env steps/s over the last rollout).")
 
     def _on_step(self) -> bool:
         return True

@@ -130,7 +130,7 @@ class PPO(SB3PPO):
             )
         super().__init__(**(given | settings))
         if entry is not None and self.verbose >= 1:
-            print(describe(entry.source, taken, entry.values, replaced))
+            print(describe(entry.source, self.hyperparams, replaced))
 
     def _is_roboppo_policy(self, policy: str | type[BasePolicy]) -> bool:
         policy_class = self.policy_aliases.get(policy) if isinstance(policy, str) else policy
