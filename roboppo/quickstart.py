@@ -16,11 +16,12 @@ import sys
 import time
 
 import gymnasium as gym
-from stable_baselines3.common.callbacks import EvalCallback, StopTrainingOnRewardThreshold
+from stable_baselines3.common.callbacks import StopTrainingOnRewardThreshold
 from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.logger import configure
 
 from roboppo import PPO, UnknownEnvError
+from roboppo.common.callbacks import EvalCallback  # SB3's, writing evaluations.npz atomically
 from roboppo.common.env_util import check_env_id, make_env_from_id
 from roboppo.zoo import HparamsError
 

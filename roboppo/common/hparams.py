@@ -24,6 +24,17 @@ from stable_baselines3.common.utils import get_device
 from torch import nn
 
 import roboppo_envs
+from roboppo.common.validation import (
+    NON_NEGATIVE,
+    HparamsError,
+    check_range,
+    check_rollout,
+    policy_key_types,
+    ppo_key_types,
+    unknown_key_message,
+)
+
+__all__ = ["HparamsError", "ZooEntry", "load_gail_hparams", "load_ppo_hparams", "parse_overrides", "zoo_device"]
 
 TRAIN_BACKENDS = ("auto", "jax", "torch")
 DEVICE_KINDS = ("cpu", "gpu")
@@ -31,35 +42,6 @@ BRAX_LAYER = "default_brax"
 MAX_TIMESTEPS_VARIABLE = "ROBOPPO_MAX_TIMESTEPS"
 
 ACTIVATIONS: dict[str, type[nn.Module]] = {"tanh": nn.Tanh, "relu": nn.ReLU, "silu": nn.SiLU, "elu": nn.ELU}
-
-# key -> accepted Python types (YAML ints are accepted where floats are expected)
-PPO_KEYS: dict[str, tuple[type, ...]] = {
-    "n_timesteps": (int, float),
-    "n_envs": (int,),
-    "n_steps": (int,),
-    "batch_size": (int,),
-    "n_epochs": (int,),
-    "gamma": (int, float),
-    "gae_lambda": (int, float),
-    "clip_range": (int, float, dict),
-    "ent_coef": (int, float),
-    "vf_coef": (int, float),
-    "max_grad_norm": (int, float),
-    "learning_rate": (int, float, dict),
-    "target_kl": (int, float),
-    "normalize_advantage": (bool,),
-    "reward_scale": (int, float),
-    "train_backend": (str,),
-    "policy_kwargs": (dict,),
-}
-POLICY_KEYS: dict[str, tuple[type, ...]] = {
-    "net_arch": (list, dict),
-    "activation_fn": (str,),
-    "log_std_init": (int, float),
-    "ortho_init": (bool,),
-    "obs_clip": (int, float),
-    "normalize_obs": (bool,),
-}
 
 
 class _Loader(yaml.SafeLoader):
@@ -71,10 +53,6 @@ _Loader.add_implicit_resolver(
     re.compile(r"^[-+]?(?:\d[\d_]*)?(?:\.[\d_]*)?[eE][-+]?\d+$|^[-+]?\d[\d_]*\.[\d_]*$|^[-+]?\.[\d_]+$"),
     list("-+0123456789."),
 )
-
-
-class HparamsError(ValueError):
-    """A hyperparameter file that cannot be used as written."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -127,9 +105,11 @@ def load_ppo_hparams(
         else:
             merged[key] = value
     values = copy.deepcopy(merged)
-    settings = _ppo_settings(merged, f"{file} [{env_id}]" + (" with -p overrides" if overrides else ""))
+    where = f"{file} [{env_id}]" + (" with -p overrides" if overrides else "")
+    settings = _ppo_settings(merged, where)
     n_timesteps = int(settings.pop("n_timesteps", 1_000_000))
     n_envs = int(settings.pop("n_envs", 1))
+    check_rollout(int(settings.get("n_steps", 2048)), n_envs, where)
     name = layers[-1][0] if layers else "default"
     source = f"{_shown(file, path)} [{name}] for {kind} ({why})" + ("" if name == env_id else f"; no {env_id} entry")
     if overrides:
@@ -314,30 +294,36 @@ class LinearSchedule:
         return f"LinearSchedule(initial={self.initial}, final={self.final})"
 
 
-def _schedule(value: Any, where: str) -> Any:
-    """A number, or a mapping ``{type: linear|constant, initial: x[, final: y]}``."""
+def _schedule(key: str, value: Any, where: str) -> Any:
+    """A number, or a mapping ``{type: linear|constant, initial: x[, final: y]}``; numbers are range-checked."""
     if not isinstance(value, dict):
+        check_range(key, value, where)
         return value
     kind, unknown = value.get("type"), set(value) - {"type", "initial", "final"}
-    if unknown or kind not in ("linear", "constant") or not isinstance(value.get("initial"), (int, float)):
+    numbers = [value.get("initial"), value.get("final", 0.0)]
+    if unknown or kind not in ("linear", "constant") or not all(_is_number(n) for n in numbers):
         raise HparamsError(
-            f"{where}: a schedule is {{type: linear|constant, initial: NUMBER[, final: NUMBER]}}, got {value!r}."
+            f"{where} {key}: a schedule is {{type: linear|constant, initial: NUMBER[, final: NUMBER]}}, got {value!r}."
         )
+    check_range(key, value["initial"], f"{where} {key} initial:")
+    if not NON_NEGATIVE.contains(float(numbers[1])):
+        raise HparamsError(f"{where} {key}: final = {numbers[1]!r} is out of range; it must be {NON_NEGATIVE}.")
     if kind == "constant":
         return float(value["initial"])
     return LinearSchedule(float(value["initial"]), float(value.get("final", 0.0)))
 
 
 def _ppo_settings(values: dict[str, Any], where: str) -> dict[str, Any]:
-    """PPO keywords validated against :data:`PPO_KEYS`, with schedules and ``policy_kwargs`` resolved."""
-    settings = _validated(values, PPO_KEYS, where)
-    for key in ("learning_rate", "clip_range"):
+    """PPO keywords checked against PPO's signature and :data:`~roboppo.common.validation.RANGES`,
+    with schedules and ``policy_kwargs`` resolved."""
+    settings = _validated(values, ppo_key_types(), where)
+    for key in ("learning_rate", "clip_range", "clip_range_vf"):
         if key in settings:
-            settings[key] = _schedule(settings[key], f"{where} {key}")
+            settings[key] = _schedule(key, settings[key], where)
     backend = settings.get("train_backend", "auto")
     if backend not in TRAIN_BACKENDS:
         raise HparamsError(f"{where}: train_backend {backend!r} is not one of {list(TRAIN_BACKENDS)}.")
-    policy_kwargs = _validated(settings.pop("policy_kwargs", {}), POLICY_KEYS, f"{where} policy_kwargs")
+    policy_kwargs = _validated(settings.pop("policy_kwargs", None) or {}, policy_key_types(), f"{where} policy_kwargs")
     if "activation_fn" in policy_kwargs:
         name = policy_kwargs["activation_fn"]
         if name not in ACTIVATIONS:
@@ -349,15 +335,22 @@ def _ppo_settings(values: dict[str, Any], where: str) -> dict[str, Any]:
 
 
 def _validated(values: dict[str, Any], schema: dict[str, tuple[type, ...]], where: str) -> dict[str, Any]:
+    """``values`` with every key known to ``schema``, of an accepted type and (for numbers) in range."""
     checked: dict[str, Any] = {}
     for key, value in values.items():
         if key not in schema:
-            hint = " (device sub-entries are cpu: and gpu:)" if schema is PPO_KEYS else ""
-            raise HparamsError(f"{where}: unknown key {key!r}; known keys: {', '.join(sorted(schema))}{hint}.")
+            hint = " (device sub-entries are cpu: and gpu:)" if schema is ppo_key_types() else ""
+            raise HparamsError(unknown_key_message(key, schema, where) + hint)
         accepted = schema[key]
         is_bool = isinstance(value, bool)
         if not isinstance(value, accepted) or (is_bool and bool not in accepted):
-            names = " or ".join(t.__name__ for t in accepted)
+            names = " or ".join("null" if t is type(None) else t.__name__ for t in accepted)
             raise HparamsError(f"{where}: key {key!r} must be {names}, got {value!r} ({type(value).__name__}).")
+        if not isinstance(value, dict):
+            check_range(key, value, where)
         checked[key] = value
     return checked
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)

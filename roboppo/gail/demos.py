@@ -29,6 +29,7 @@ import gymnasium as gym
 import numpy as np
 from imitation.data.types import Trajectory, TrajectoryWithRew
 
+from roboppo.common.files import atomic_target
 from roboppo.gail.compat import load_imitation_trajectories
 
 ROBOPPO_FORMAT = "roboppo-demos-v1"
@@ -44,6 +45,7 @@ class Demonstrations:
 
     trajectories: list[Trajectory]
     source: str
+    env_id: str | None = None  # the env the file says it was recorded on (roboppo's format only)
 
     @property
     def n_transitions(self) -> int:
@@ -57,33 +59,55 @@ class Demonstrations:
         return np.array([float(np.sum(t.rews)) for t in self.trajectories])  # type: ignore[attr-defined]
 
 
-def load_demonstrations(path: str | os.PathLike[str], env: gym.Env | str) -> Demonstrations:
-    """Read, recognise and validate a demonstration file against ``env`` (an env or an env id)."""
+def load_demonstrations(
+    path: str | os.PathLike[str], env: gym.Env | str, allow_env_mismatch: bool = False
+) -> Demonstrations:
+    """Read, recognise and validate a demonstration file against ``env`` (an env or an env id).
+
+    :param allow_env_mismatch: accept a roboppo file recorded on another env id whose dimensions fit
+        (refused by default: same-sized envs such as two pendulums would train on the wrong expert).
+    """
     file = pathlib.Path(path)
     if not file.exists():
         raise DemoError(f"{file}: demonstration file not found.")
     spaces = _spaces(env)
+    recorded = None
     if file.is_dir() or file.suffix in {".pkl", ".pickle"}:
         trajectories, source = list(load_imitation_trajectories(file)), "imitation"
     else:
         arrays = _read_npz(file)
         if arrays.get("format") == ROBOPPO_FORMAT:
             trajectories, source = _from_roboppo(file, arrays), "roboppo"
+            recorded = str(arrays["env_id"]) if "env_id" in arrays else None
+            _check_env_id(file, recorded, env, allow_env_mismatch)
         elif "indices" in arrays and "acts" in arrays:
             trajectories, source = list(load_imitation_trajectories(file)), "imitation"
         else:
             trajectories, source = _from_baselines(file, arrays), "openai-baselines"
     _validate(file, trajectories, *spaces)
-    return Demonstrations(trajectories, source)
+    return Demonstrations(trajectories, source, recorded)
+
+
+def _check_env_id(file: pathlib.Path, recorded: str | None, env: gym.Env | str, allow_mismatch: bool) -> None:
+    spec = None if isinstance(env, str) else getattr(env, "spec", None)
+    wanted = env if isinstance(env, str) else (spec.id if spec is not None else None)
+    if recorded is None or wanted is None or recorded == wanted or allow_mismatch:
+        return
+    raise DemoError(
+        f"{file}: recorded on {recorded}, not {wanted}. Pass demonstrations of {wanted}, "
+        "or --allow-env-mismatch (allow_env_mismatch=True) if the two envs really share observations and actions."
+    )
 
 
 def save_demonstrations(path: str | os.PathLike[str], trajectories: Sequence[TrajectoryWithRew], env_id: str) -> None:
     """Write episodes in roboppo's format, atomically (a temporary file renamed into place)."""
-    file = pathlib.Path(path)
-    file.parent.mkdir(parents=True, exist_ok=True)
-    partial = file.with_name(f".{file.name}.partial.npz")
+    with atomic_target(path) as partial, partial.open("wb") as handle:
+        _write_arrays(handle, trajectories, env_id)
+
+
+def _write_arrays(handle: Any, trajectories: Sequence[TrajectoryWithRew], env_id: str) -> None:
     np.savez_compressed(
-        partial,
+        handle,
         format=np.array(ROBOPPO_FORMAT),
         env_id=np.array(env_id),
         obs=np.concatenate([np.asarray(t.obs)[:-1] for t in trajectories]).astype(np.float32),
@@ -94,7 +118,6 @@ def save_demonstrations(path: str | os.PathLike[str], trajectories: Sequence[Tra
         terminated=np.array([t.terminal for t in trajectories]),
         ep_rets=np.array([float(np.sum(t.rews)) for t in trajectories]),
     )
-    os.replace(partial, file)
 
 
 def _spaces(env: gym.Env | str) -> tuple[int, int]:

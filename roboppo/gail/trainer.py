@@ -31,6 +31,7 @@ from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv
 from tqdm.auto import trange
 
 from roboppo.common.env_util import check_env_id
+from roboppo.common.files import atomic_target
 from roboppo.gail.compat import FloatReward
 from roboppo.gail.demos import Demonstrations
 from roboppo.gail.horizon import AbsorbingState
@@ -182,9 +183,8 @@ class GAILTrainer:
         target = pathlib.Path(folder)
         target.mkdir(parents=True, exist_ok=True)
         self.generator.save(target / GENERATOR_FILE)
-        partial = target / f".{REWARD_NET_FILE}.partial"
-        th.save({**self._reward_net_spec, "state_dict": self.reward_net.state_dict()}, partial)
-        os.replace(partial, target / REWARD_NET_FILE)
+        with atomic_target(target / REWARD_NET_FILE) as partial:
+            th.save({**self._reward_net_spec, "state_dict": self.reward_net.state_dict()}, partial)
         return target
 
     @staticmethod

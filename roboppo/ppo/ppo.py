@@ -5,7 +5,6 @@ from __future__ import annotations
 import inspect
 import io
 import json
-import os
 import pathlib
 import zipfile
 from collections.abc import Iterable
@@ -24,6 +23,7 @@ from stable_baselines3.common.vec_env import VecEnv
 
 from roboppo.common.env_util import check_finite, make_env_from_id
 from roboppo.common.errors import ModelLoadError
+from roboppo.common.files import atomic_target
 from roboppo.common.hparams import TRAIN_BACKENDS, ZooEntry, capped_budget
 from roboppo.ppo import jax_train, torch_train
 from roboppo.ppo.defaults import SB3_SOURCE, BudgetNotice, describe, with_notice, zoo_arguments, zoo_entry
@@ -361,13 +361,8 @@ class PPO(SB3PPO):
         target = pathlib.Path(path)
         if target.suffix == "":
             target = target.with_suffix(".zip")
-        target.parent.mkdir(parents=True, exist_ok=True)
-        partial = target.with_name(f".{target.name}.partial-{os.getpid()}")
-        try:
+        with atomic_target(target) as partial:
             super().save(partial, exclude, include)
-            os.replace(partial, target)
-        finally:
-            partial.unlink(missing_ok=True)
 
     @classmethod
     def load(  # type: ignore[override]

@@ -22,59 +22,76 @@ import os
 import pathlib
 import sys
 from collections.abc import Callable, Sequence
+from typing import NoReturn
 
 os.environ.setdefault("MUJOCO_GL", "egl")  # off-screen rendering for `record`; read when mujoco loads
 
+from roboppo.common.callbacks import EvaluationHistoryError
 from roboppo.common.errors import ModelLoadError, UnknownEnvError
 from roboppo.common.hparams import HparamsError
+from roboppo.common.validation import flag_type
 from roboppo.gail import DemoError
 from roboppo.zoo.benchmark import DEFAULT_ENVS, benchmark
 from roboppo.zoo.imitate import collect_demos, gail
 from roboppo.zoo.media import plot, record
 from roboppo.zoo.runs import RunFolderError
 from roboppo.zoo.train import evaluate, train
-from roboppo.zoo.tune import tune
+from roboppo.zoo.tune import TuneError, tune
 
-USER_ERRORS = (UnknownEnvError, HparamsError, DemoError, ModelLoadError, RunFolderError, FileNotFoundError)
+USER_ERRORS = (
+    UnknownEnvError, HparamsError, DemoError, ModelLoadError, RunFolderError, EvaluationHistoryError, TuneError,
+    FileNotFoundError,
+)  # fmt: skip
 
 
-def positive_int(text: str) -> int:
-    """An argparse type: an integer of at least 1."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
+positive_int = flag_type("threads")  # an integer of at least 1
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with bad input reported as one ``error:`` line (exit code 2) that points to ``--help``."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"error: {message} (see {self.prog} --help)\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="roboppo-zoo", description="Train, imitate and evaluate robot controllers.")
+    parser = Parser(prog="roboppo-zoo", description="Train, imitate and evaluate robot controllers.")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     fit = commands.add_parser("train", help="train PPO with the zoo's settings into a run folder")
     fit.add_argument("--env", default=None, help="registered env id")
-    fit.add_argument("--seed", type=int, default=0)
-    fit.add_argument("--n-timesteps", type=int, default=None, help="env steps (default: the zoo entry's)")
-    fit.add_argument("--n-envs", type=int, default=None, help="env copies (default: the zoo entry's)")
-    fit.add_argument("--device", default="auto")
+    fit.add_argument("--seed", type=int, help="random seed (default: 0)")
+    fit.add_argument(
+        "--n-timesteps", type=flag_type("n_timesteps"), help="env steps (default: the zoo entry's); with --resume, "
+        "the run's new budget",
+    )  # fmt: skip
+    fit.add_argument("--n-envs", type=flag_type("n_envs"), help="env copies (default: the zoo entry's)")
+    fit.add_argument("--device", help="torch device (default: auto)")
     fit.add_argument("--env-threads", type=positive_int, help="worker threads of a MuJoCo batch (default: the cores)")
     fit.add_argument("--torch-threads", type=positive_int, help="torch threads (1 is fastest for small networks)")
     fit.add_argument("-p", action="append", metavar="KEY=VALUE", help="override a hyperparameter (repeatable)")
     fit.add_argument("--hparams", type=pathlib.Path, default=None, help="a ppo.yml (default: zoo_hparams/)")
-    fit.add_argument("--log-folder", type=pathlib.Path, default=pathlib.Path("runs"))
-    fit.add_argument("--eval-freq", type=int, default=10_000, help="env steps between evaluations")
-    fit.add_argument("--eval-episodes", type=int, default=10)
-    fit.add_argument("--save-freq", type=int, default=50_000, help="env steps between checkpoints")
-    fit.add_argument("--resume", type=pathlib.Path, default=None, metavar="RUN_DIR", help="continue a run")
+    fit.add_argument("--log-folder", type=pathlib.Path, help="where run folders go (default: runs)")
+    fit.add_argument(
+        "--eval-freq", type=flag_type("eval_freq", allow_off=True), help='env steps between evaluations, or "off" '
+        "(default: 10000)",
+    )  # fmt: skip
+    fit.add_argument("--eval-episodes", type=flag_type("eval_episodes"), help="episodes per evaluation (default: 10)")
+    fit.add_argument(
+        "--save-freq", type=flag_type("save_freq", allow_off=True), help='env steps between checkpoints, or "off" '
+        "(default: 50000)",
+    )  # fmt: skip
+    fit.add_argument(
+        "--resume", type=pathlib.Path, default=None, metavar="RUN_DIR",
+        help="continue a run (with --n-timesteps: to a new budget)",
+    )  # fmt: skip
     fit.add_argument("--no-progress-bar", action="store_true")
     fit.set_defaults(handler=train)
 
     for name in ("eval", "enjoy"):
         check = commands.add_parser(name, help="evaluate a run's model deterministically")
         check.add_argument("--run", type=pathlib.Path, required=True, metavar="RUN_DIR")
-        check.add_argument("--episodes", type=int, default=10)
+        check.add_argument("--episodes", type=flag_type("episodes"), default=10)
         check.add_argument("--best", action="store_true", help="the best model by evaluation instead of the final")
         check.add_argument("--seed", type=int, default=12_345)
         check.set_defaults(handler=evaluate)
@@ -82,21 +99,31 @@ def build_parser() -> argparse.ArgumentParser:
     video = commands.add_parser("record", help="render a run's policy off-screen into a video")
     video.add_argument("--run", type=pathlib.Path, required=True, metavar="RUN_DIR")
     video.add_argument("--out", type=pathlib.Path, required=True, help="video file (.mp4 or .gif)")
-    video.add_argument("--episodes", type=int, default=1)
-    video.add_argument("--max-steps", type=int, default=1000, help="steps per episode at most")
-    video.add_argument("--fps", type=int, default=None, help="default: the env's render_fps")
+    video.add_argument("--episodes", type=flag_type("episodes"), default=1)
+    video.add_argument("--max-steps", type=flag_type("max_steps"), default=1000, help="steps per episode at most")
+    video.add_argument("--fps", type=flag_type("fps"), default=None, help="default: the env's render_fps")
     video.add_argument("--best", action="store_true")
     video.add_argument("--seed", type=int, default=0)
     video.set_defaults(handler=record)
 
-    search = commands.add_parser("tune", help="Optuna search over PPO hyperparameters (SQLite study)")
+    search = commands.add_parser("tune", help="Optuna search over PPO hyperparameters (one study, many workers)")
     search.add_argument("--env", required=True, help="registered env id")
-    search.add_argument("--n-trials", type=int, default=20, help="trials for this worker")
-    search.add_argument("--n-timesteps", type=int, default=50_000, help="env steps per trial")
-    search.add_argument("--eval-freq", type=int, default=10_000)
-    search.add_argument("--eval-episodes", type=int, default=5)
-    search.add_argument("--storage", default=None, help="Optuna storage URL (default: sqlite in --log-folder)")
+    search.add_argument("--n-trials", type=positive_int, default=20, help="trials for this worker")
+    search.add_argument("--n-timesteps", type=positive_int, default=50_000, help="env steps per trial, at most")
+    search.add_argument("--eval-freq", type=positive_int, default=10_000, help="env steps between evaluations")
+    search.add_argument("--eval-episodes", type=positive_int, default=5)
+    search.add_argument(
+        "--storage", default=None,
+        help="study database URL, e.g. postgresql+psycopg2://user:PASSWORD@host/db (default: $ROBOPPO_STORAGE, "
+        "else sqlite in --log-folder); its password is never printed",
+    )  # fmt: skip
     search.add_argument("--study-name", default=None, help="default: ppo-<env>")
+    search.add_argument(
+        "--heartbeat", type=positive_int, default=10, metavar="SECONDS",
+        help="a running trial's heartbeat; a trial silent for 3 heartbeats is failed and retried (default: 10)",
+    )  # fmt: skip
+    search.add_argument("--env-threads", type=positive_int, help="threads of a MuJoCo batch (default: the cores)")
+    search.add_argument("--torch-threads", type=positive_int, help="torch threads (1 is fastest for small networks)")
     search.add_argument("--log-folder", type=pathlib.Path, default=pathlib.Path("runs"))
     search.add_argument(
         "--out", type=pathlib.Path, default=None, help="best entry (default: <log-folder>/tune_<env>_best.yml)"
@@ -106,10 +133,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     bench = commands.add_parser("benchmark", help="train every zoo entry over seeds beside stock SB3; table and plots")
     bench.add_argument("--envs", nargs="+", default=DEFAULT_ENVS)
-    bench.add_argument("--seeds", type=int, default=3)
-    bench.add_argument("--n-timesteps", type=int, default=None, help="override every entry's budget")
-    bench.add_argument("--eval-freq", type=int, default=10_000)
-    bench.add_argument("--eval-episodes", type=int, default=10)
+    bench.add_argument("--seeds", type=flag_type("seeds"), default=3)
+    bench.add_argument("--n-timesteps", type=flag_type("n_timesteps"), default=None, help="override every budget")
+    bench.add_argument("--eval-freq", type=flag_type("eval_freq"), default=10_000)
+    bench.add_argument("--eval-episodes", type=flag_type("eval_episodes"), default=10)
     bench.add_argument("--no-sb3", action="store_true", help="skip the stock SB3 rows")
     bench.add_argument("--out", type=pathlib.Path, default=pathlib.Path("bench/results/zoo"))
     bench.set_defaults(handler=benchmark)
@@ -122,7 +149,7 @@ def build_parser() -> argparse.ArgumentParser:
     demos = commands.add_parser("collect-demos", help="save deterministic rollouts of a trained policy")
     demos.add_argument("--model", type=pathlib.Path, required=True, help="a model zip saved by roboppo")
     demos.add_argument("--env", required=True, help="registered env id")
-    demos.add_argument("--episodes", type=int, default=50)
+    demos.add_argument("--episodes", type=flag_type("episodes"), default=50)
     demos.add_argument("--out", type=pathlib.Path, required=True, help="output .npz")
     demos.add_argument("--seed", type=int, default=0)
     demos.set_defaults(handler=collect_demos)
@@ -131,10 +158,15 @@ def build_parser() -> argparse.ArgumentParser:
     imitate.add_argument("--env", required=True, help="registered env id")
     imitate.add_argument("--demos", type=pathlib.Path, required=True, help="demonstrations (.npz, .pkl or folder)")
     imitate.add_argument("--seed", type=int, default=0)
-    imitate.add_argument("--n-timesteps", type=int, default=None, help="generator env steps (default: gail.yml)")
+    imitate.add_argument(
+        "--n-timesteps", type=flag_type("n_timesteps"), default=None, help="generator env steps (default: gail.yml)"
+    )
     imitate.add_argument("--log-folder", type=pathlib.Path, default=pathlib.Path("runs"))
     imitate.add_argument("--hparams", type=pathlib.Path, default=None, help="a gail.yml (default: zoo_hparams/)")
-    imitate.add_argument("--eval-episodes", type=int, default=10)
+    imitate.add_argument("--eval-episodes", type=flag_type("eval_episodes"), default=10)
+    imitate.add_argument(
+        "--allow-env-mismatch", action="store_true", help="accept demonstrations recorded on another env id"
+    )
     imitate.add_argument("--no-progress-bar", action="store_true")
     imitate.set_defaults(handler=gail)
     return parser

@@ -14,7 +14,7 @@ from roboppo.common.env_util import check_env_id, make_env_from_id
 from roboppo.common.hparams import load_gail_hparams
 from roboppo.gail import GAILTrainer, collect_demonstrations, load_demonstrations, save_demonstrations
 from roboppo.ppo import PPO
-from roboppo.zoo.runs import write_atomic
+from roboppo.zoo.runs import check_log_folder, write_atomic
 
 
 def collect_demos(args: argparse.Namespace) -> int:
@@ -36,7 +36,8 @@ def gail(args: argparse.Namespace) -> int:
     """Train a policy by GAIL from demonstrations; write generator, reward net, logs and the resolved config."""
     check_env_id(args.env)
     entry = load_gail_hparams(args.env, args.hparams)
-    demos = load_demonstrations(args.demos, args.env)
+    demos = load_demonstrations(args.demos, args.env, allow_env_mismatch=args.allow_env_mismatch)
+    check_log_folder(args.log_folder)
     budget = args.n_timesteps or entry.n_timesteps
     run_dir = args.log_folder / f"gail_{args.env}_seed{args.seed}_{time.strftime('%Y%m%d-%H%M%S')}"
     trainer = GAILTrainer(

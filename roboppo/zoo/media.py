@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import os
 from collections import defaultdict
 
 import gymnasium as gym
 import numpy as np
 
+from roboppo.common.callbacks import read_evaluations
+from roboppo.common.files import atomic_target
 from roboppo.ppo import PPO
 from roboppo.zoo.runs import model_file, read_config
 
@@ -32,10 +33,8 @@ def record(args: argparse.Namespace) -> int:
                 break
     env.close()
     fps = args.fps or int(env.metadata.get("render_fps", 30))
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    partial = args.out.with_name(f".{args.out.stem}.partial{args.out.suffix}")
-    imageio.mimwrite(partial, frames, fps=fps)  # type: ignore[arg-type]
-    os.replace(partial, args.out)
+    with atomic_target(args.out) as partial:
+        imageio.mimwrite(partial, frames, fps=fps)  # type: ignore[arg-type]
     print(f"{len(frames)} frames of {config['env']} at {fps} fps written to {args.out}")
     return 0
 
@@ -53,8 +52,8 @@ def plot(args: argparse.Namespace) -> int:
         path = run_dir / "evaluations.npz"
         if not path.is_file():
             raise FileNotFoundError(f"{path} not found: the run has not been evaluated yet.")
-        with np.load(path) as history:
-            curves[env_id].append((history["timesteps"], history["results"].mean(axis=1)))
+        history = read_evaluations(path)
+        curves[env_id].append((history["timesteps"], history["results"].mean(axis=1)))
     figure, axes = plt.subplots(1, len(curves), figsize=(5.5 * len(curves), 4), squeeze=False)
     for axis, (env_id, runs) in zip(axes[0], sorted(curves.items()), strict=True):
         length = min(len(steps) for steps, _ in runs)
@@ -67,10 +66,8 @@ def plot(args: argparse.Namespace) -> int:
         axis.grid(alpha=0.3)
         axis.legend()
     figure.tight_layout()
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    partial = args.out.with_name(f".{args.out.stem}.partial{args.out.suffix}")
-    figure.savefig(partial, dpi=120)
+    with atomic_target(args.out) as partial:
+        figure.savefig(partial, dpi=120)
     plt.close(figure)
-    os.replace(partial, args.out)
     print(f"learning curves of {len(args.runs)} run(s) written to {args.out}")
     return 0

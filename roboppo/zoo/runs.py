@@ -2,7 +2,7 @@
 
 runs/ppo_<env>_seed<seed>_<time>/
     config.yml            resolved settings (env, seed, budget, PPO keywords as written)
-    command.txt           the command line
+    command.txt           the command line, then one line per resume that trained
     model.zip             the final model
     best_model.zip        the best model by evaluation
     checkpoints/          ppo_<steps>_steps.zip every --save-freq steps
@@ -12,12 +12,16 @@ runs/ppo_<env>_seed<seed>_<time>/
 
 from __future__ import annotations
 
+import json
 import os
 import pathlib
 import re
+import zipfile
 from typing import Any
 
 import yaml
+
+from roboppo.common.files import write_atomic
 
 CONFIG_FILE = "config.yml"
 CHECKPOINTS = "checkpoints"
@@ -25,13 +29,6 @@ CHECKPOINTS = "checkpoints"
 
 class RunFolderError(ValueError):
     """A folder that is not a roboppo run."""
-
-
-def write_atomic(path: pathlib.Path, text: str) -> None:
-    """Write ``text`` to a temporary file next to ``path`` and rename it into place."""
-    partial = path.with_name(f".{path.name}.partial")
-    partial.write_text(text)
-    os.replace(partial, path)
 
 
 def write_config(run_dir: pathlib.Path, config: dict[str, Any], command: list[str]) -> None:
@@ -49,6 +46,57 @@ def read_config(run_dir: pathlib.Path) -> dict[str, Any]:
     if not isinstance(config, dict) or "env" not in config:
         raise RunFolderError(f"{path} does not describe a run (no 'env' key).")
     return config
+
+
+def check_log_folder(folder: pathlib.Path, flag: str = "--log-folder") -> None:
+    """Raise :class:`RunFolderError` unless ``folder`` is, or can be created as, a writable folder.
+
+    Nothing is created: the nearest existing ancestor must be a folder this process may write.
+    """
+    existing = folder
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if existing.exists() and not existing.is_dir():
+        what = "is a file" if existing == folder else f"cannot be created: {existing} is a file"
+        raise RunFolderError(f"{flag} {folder} {what}; pass a folder (for example {flag} runs).")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        where = "" if existing == folder else f" (its parent {existing} is not writable)"
+        raise RunFolderError(
+            f"{flag} {folder} is not writable{where}: read-only or no permission; pass a folder you can write."
+        )
+
+
+def new_run_dir(log_folder: pathlib.Path, name: str) -> pathlib.Path:
+    """``log_folder/name``, or ``name_2``, ``name_3``... when a run started in the same second took it."""
+    log_folder.mkdir(parents=True, exist_ok=True)
+    for attempt in range(1, 1000):
+        run_dir = log_folder / (name if attempt == 1 else f"{name}_{attempt}")
+        try:
+            run_dir.mkdir()
+            return run_dir
+        except FileExistsError:
+            continue
+    raise RunFolderError(f"{log_folder} already holds 999 runs named {name}; pass another --log-folder.")
+
+
+def saved_steps(path: pathlib.Path) -> int:
+    """The env steps a model zip was trained for (read from the zip's ``data``, without loading the model)."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            return int(json.loads(archive.read("data"))["num_timesteps"])
+    except (zipfile.BadZipFile, KeyError, ValueError, OSError) as error:
+        raise RunFolderError(f"{path} is not a complete model zip ({type(error).__name__}: {error}).") from error
+
+
+def resume_point(run_dir: pathlib.Path) -> tuple[pathlib.Path, int]:
+    """The model to continue a run from: ``model.zip`` or the latest checkpoint, whichever has more steps."""
+    candidates = [run_dir / "model.zip"] if (run_dir / "model.zip").is_file() else []
+    try:
+        candidates.append(latest_checkpoint(run_dir))
+    except RunFolderError:
+        if not candidates:
+            raise
+    return max(((path, saved_steps(path)) for path in candidates), key=lambda found: found[1])
 
 
 def latest_checkpoint(run_dir: pathlib.Path) -> pathlib.Path:

@@ -1,17 +1,25 @@
 """``roboppo-zoo tune``: Optuna search over PPO hyperparameters, with pruning and a shared study.
 
-Every worker runs the same command with the same ``--storage`` (SQLite by default, any
-SQLAlchemy URL for several machines) and ``--study-name``; Optuna hands each one the next
-trial. A trial trains roboppo PPO for ``--n-timesteps`` steps, evaluating every
-``--eval-freq`` steps; the median pruner stops trials that fall behind. The best trial so far
-is written as a ready ``ppo.yml`` entry.
+Every worker runs the same command with the same storage URL (``--storage``, else the
+``ROBOPPO_STORAGE`` environment variable, else SQLite in ``--log-folder``) and ``--study-name``;
+Optuna hands each one the next trial. A trial trains roboppo PPO for at most ``--n-timesteps``
+steps (whole rollouts only), evaluating every ``--eval-freq`` steps; the median pruner stops
+trials that fall behind. A running trial records a heartbeat every ``--heartbeat`` seconds: when
+a worker dies, the next worker to ask for a trial marks its trial FAIL and queues a retry with
+the same parameters. The best trial so far is written as a ready ``ppo.yml`` entry. The storage
+URL's password is masked wherever it is printed.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import pathlib
 import time
+import urllib.parse
+import warnings
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -21,9 +29,22 @@ from stable_baselines3.common.callbacks import EvalCallback
 from roboppo.common.env_util import check_env_id, make_env_from_id
 from roboppo.common.hparams import load_ppo_hparams
 from roboppo.ppo import PPO
-from roboppo.zoo.runs import write_atomic
+from roboppo.zoo.runs import check_log_folder, write_atomic
+from roboppo.zoo.train import apply_threads
 
 NET_ARCHS = {"small": [64, 64], "medium": [128, 128], "large": [256, 256]}
+STORAGE_ENV = "ROBOPPO_STORAGE"
+MIN_TRIAL_STEPS = 64  # the smallest n_steps choice: below it a trial is too short to compare settings
+GRACE_FACTOR = 3  # a running trial is stale after this many heartbeat intervals without one
+MAX_RETRY = 2  # re-runs of a trial whose worker died
+
+
+class TuneError(Exception):
+    """Bad input to ``tune`` (reported as one ``error:`` line, exit code 2)."""
+
+
+class StorageError(TuneError):
+    """The study's database cannot be used; the message never holds the URL's password."""
 
 
 def sample_ppo(trial: Any) -> dict[str, Any]:
@@ -48,6 +69,19 @@ def sample_ppo(trial: Any) -> dict[str, Any]:
     }
 
 
+def fit_budget(settings: dict[str, Any], budget: int) -> tuple[dict[str, Any], int]:
+    """Shrink ``n_envs``/``n_steps`` so that a rollout fits in ``budget`` env steps.
+
+    Returns the fitted settings and the steps to train: the most whole rollouts within the budget
+    (SB3's ``learn`` only stops between rollouts, so any other count would overrun it).
+    """
+    n_envs = min(settings["n_envs"], budget)
+    n_steps = min(settings["n_steps"], budget // n_envs)
+    rollout = n_steps * n_envs
+    fitted = {**settings, "n_envs": n_envs, "n_steps": n_steps, "batch_size": min(settings["batch_size"], rollout)}
+    return fitted, budget // rollout * rollout
+
+
 class _PruningEval(EvalCallback):
     """EvalCallback that reports each evaluation to Optuna and stops pruned trials."""
 
@@ -65,34 +99,119 @@ class _PruningEval(EvalCallback):
         return keep_going
 
 
-def objective(trial: Any, args: argparse.Namespace) -> float:
+def objective(trial: Any, args: argparse.Namespace, env_kwargs: dict[str, Any] | None = None) -> float:
+    """Train one sampled configuration within the budget; the last evaluation's mean return.
+
+    The steps trained are kept as the trial's ``num_timesteps`` user attribute.
+    """
     import optuna
 
-    settings = sample_ppo(trial)
+    settings, steps = fit_budget(sample_ppo(trial), args.n_timesteps)
     entry = load_ppo_hparams(args.env, overrides={k: v for k, v in settings.items() if k != "n_envs"})
     n_envs = settings["n_envs"]
-    model = PPO("MlpPolicy", args.env, n_envs=n_envs, seed=trial.number, hyperparams=entry)
+    model = PPO("MlpPolicy", args.env, n_envs=n_envs, env_kwargs=env_kwargs, seed=trial.number, hyperparams=entry)
     evaluation = _PruningEval(
         trial, make_env_from_id(args.env, seed=10_000 + trial.number), n_eval_episodes=args.eval_episodes,
         eval_freq=max(args.eval_freq // n_envs, 1), verbose=0,
     )  # fmt: skip
-    model.learn(args.n_timesteps, callback=evaluation)
+    model.learn(steps, callback=evaluation)
+    trial.set_user_attr("num_timesteps", int(model.num_timesteps))
     if evaluation.pruned:
         raise optuna.TrialPruned()
     return float(evaluation.last_mean_reward if np.isfinite(evaluation.last_mean_reward) else -np.inf)
 
 
-def _open_study(name: str, storage: str, attempts: int = 6) -> Any:
+# -- storage ----------------------------------------------------------------------------------
+
+
+def storage_url(args: argparse.Namespace) -> str:
+    """``--storage``, else ``$ROBOPPO_STORAGE``, else a SQLite file in ``--log-folder``."""
+    given = args.storage or os.environ.get(STORAGE_ENV)
+    return given or f"sqlite:///{args.log_folder / ('tune_' + args.env + '.db')}"
+
+
+def mask_url(url: str) -> str:
+    """The URL with its password shown as ``***``; :class:`StorageError` if it does not parse."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except ArgumentError:
+        raise StorageError(
+            f"the storage URL (--storage or ${STORAGE_ENV}) is not a database URL; write it as "
+            "dialect+driver://user:password@host:port/database, e.g. postgresql+psycopg2://tuner:PASSWORD@db:5432/"
+            "tuning, or sqlite:///path/to/study.db"
+        ) from None
+
+
+def scrub(text: str, url: str) -> str:
+    """``text`` with the URL masked and its password, plain or percent-encoded, replaced by ``***``."""
+    from sqlalchemy.engine import make_url
+
+    text = text.replace(url, mask_url(url))
+    password = make_url(url).password
+    if password:
+        for form in {str(password), urllib.parse.quote(str(password), safe=""), urllib.parse.quote_plus(str(password))}:
+            text = text.replace(form, "***")
+    return text
+
+
+@contextlib.contextmanager
+def _storage_errors(url: str) -> Iterator[None]:
+    """Turn database and driver errors into a one-line :class:`StorageError` without the password."""
+    from sqlalchemy.exc import SQLAlchemyError
+
+    try:
+        yield
+    except ImportError as error:
+        raise StorageError(
+            f"no database driver for {mask_url(url)} ({scrub(str(error), url)}); install the one its URL names, "
+            "e.g. pip install psycopg2-binary for postgresql+psycopg2://"
+        ) from None
+    except SQLAlchemyError as error:
+        cause = getattr(error, "orig", None) or error
+        lines = [line.strip() for line in str(cause).splitlines() if line.strip()]
+        detail = scrub(lines[0] if lines else type(cause).__name__, url)
+        raise StorageError(
+            f"cannot use the study database {mask_url(url)}: {detail}. Check that the server is running and that "
+            f"the URL (--storage or ${STORAGE_ENV}) names the right host, port, user, password and database"
+        ) from None
+
+
+def _retry_callback() -> dict[str, Any]:
+    """The RDBStorage keyword that re-queues a dead worker's trial (its name changed in Optuna 4.9)."""
+    import optuna
+
+    storages: Any = optuna.storages
+    if hasattr(storages, "RetryHeartbeatStaleTrialCallback"):
+        return {"heartbeat_stale_trial_callback": storages.RetryHeartbeatStaleTrialCallback(max_retry=MAX_RETRY)}
+    return {"failed_trial_callback": storages.RetryFailedTrialCallback(max_retry=MAX_RETRY)}
+
+
+def _rdb_storage(url: str, heartbeat: int) -> Any:
+    """An RDBStorage with heartbeats and retries of trials whose worker stopped beating."""
+    import optuna
+
+    sqlite = url.startswith("sqlite")
+    engine_kwargs: dict[str, Any] = {"connect_args": {"timeout": 60}} if sqlite else {"pool_pre_ping": True}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        return optuna.storages.RDBStorage(
+            url, engine_kwargs=engine_kwargs, heartbeat_interval=heartbeat, grace_period=GRACE_FACTOR * heartbeat,
+            **_retry_callback(),
+        )  # fmt: skip
+
+
+def _open_study(name: str, storage: str, heartbeat: int = 10, attempts: int = 4) -> Any:
     """Create or join a study; workers starting together may race to create the tables, so retry."""
     import optuna
     from sqlalchemy.exc import SQLAlchemyError
 
     for attempt in range(attempts):
         try:
-            engine_kwargs = {"connect_args": {"timeout": 60}} if storage.startswith("sqlite") else {}
-            rdb = optuna.storages.RDBStorage(storage, engine_kwargs=engine_kwargs)
             return optuna.create_study(
-                study_name=name, storage=rdb, direction="maximize", load_if_exists=True,
+                study_name=name, storage=_rdb_storage(storage, heartbeat), direction="maximize", load_if_exists=True,
                 sampler=optuna.samplers.TPESampler(n_startup_trials=5),
                 pruner=optuna.pruners.MedianPruner(n_startup_trials=3),
             )  # fmt: skip
@@ -103,26 +222,45 @@ def _open_study(name: str, storage: str, attempts: int = 6) -> Any:
     raise AssertionError("unreachable")
 
 
+# -- the command ------------------------------------------------------------------------------
+
+
 def tune(args: argparse.Namespace) -> int:
-    """Run ``--n-trials`` trials in this worker and write the study's best as a ``ppo.yml`` entry."""
+    """Run ``--n-trials`` trials in this worker and write the study's best as a ``ppo.yml`` entry.
+
+    :raises TuneError: bad input or an unusable database (``roboppo-zoo`` prints it as one ``error:`` line).
+    """
+    check_env_id(args.env)
+    check_log_folder(args.log_folder)
+    if args.n_timesteps < MIN_TRIAL_STEPS:
+        raise TuneError(f"--n-timesteps {args.n_timesteps} is too short for a trial; give at least {MIN_TRIAL_STEPS}")
+    threads = {"env": args.env, "torch_threads": args.torch_threads, "env_threads": args.env_threads}
+    env_kwargs = apply_threads(threads)
+    url = storage_url(args)
+    shown = mask_url(url)
+    if url.startswith("sqlite:///"):
+        pathlib.Path(url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
+    with _storage_errors(url):
+        study = _open_study(args.study_name or f"ppo-{args.env}", url, args.heartbeat)
+        study.optimize(
+            lambda trial: objective(trial, args, env_kwargs), n_trials=args.n_trials,
+            show_progress_bar=not args.no_progress_bar,
+        )  # fmt: skip
+        return _write_best(study, args, shown)
+
+
+def _write_best(study: Any, args: argparse.Namespace, shown_url: str) -> int:
+    """Write the best complete trial as a ``ppo.yml`` entry with the budget it was trained on."""
     import optuna
 
-    check_env_id(args.env)
-    storage = args.storage or f"sqlite:///{args.log_folder / ('tune_' + args.env + '.db')}"
-    if storage.startswith("sqlite:///"):
-        pathlib.Path(storage.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
-    study = _open_study(args.study_name or f"ppo-{args.env}", storage)
-    study.optimize(
-        lambda trial: objective(trial, args), n_trials=args.n_trials, show_progress_bar=not args.no_progress_bar
-    )
     complete = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
     if not complete:
-        print(f"study {study.study_name}: no trial has completed yet ({len(study.trials)} started)")
+        print(f"study {study.study_name} ({shown_url}): no trial has completed yet ({len(study.trials)} started)")
         return 0
     best = study.best_trial
-    entry = {"n_timesteps": args.n_timesteps, **sample_ppo(optuna.trial.FixedTrial(best.params))}
+    settings, steps = fit_budget(sample_ppo(optuna.trial.FixedTrial(best.params)), args.n_timesteps)
     out = args.out or args.log_folder / f"tune_{args.env}_best.yml"
     comment = f"# best of {len(complete)} complete trials in study {study.study_name}: mean return {best.value:.1f}\n"
-    write_atomic(out, comment + yaml.safe_dump({args.env: entry}, sort_keys=False))
-    print(f"study {study.study_name} ({storage}): {len(study.trials)} trials, best {best.value:.1f}; entry in {out}")
+    write_atomic(out, comment + yaml.safe_dump({args.env: {"n_timesteps": steps, **settings}}, sort_keys=False))
+    print(f"study {study.study_name} ({shown_url}): {len(study.trials)} trials, best {best.value:.1f}; entry in {out}")
     return 0

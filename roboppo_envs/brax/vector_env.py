@@ -10,7 +10,7 @@ adapter is a ``gymnasium.vector.VectorEnv`` instead:
   returned observation is the new episode's first, and the last observation of the finished
   episode is in ``info["final_obs"]`` (rows where ``info["_final_obs"]`` is True);
 - resets draw fresh random initial states from the env's key, so two envs seeded alike
-  produce identical trajectories;
+  produce identical trajectories, and a reset without a seed continues the carried key;
 - ``step`` returns writable NumPy arrays (one copy of a few kB per step; from a GPU, the
   one host transfer per step).
 """
@@ -119,7 +119,6 @@ class BraxVectorEnv(VectorEnv):
         self._reset_fn = jax.jit(self._reset_batch)
         self._step_fn = jax.jit(self._step_batch)
         self._carry: _Carry | None = None
-        self._next_seed = int(np.random.SeedSequence().generate_state(1)[0] >> 1)
 
     # -- pure functions, jit-compiled once ------------------------------------------------------
 
@@ -153,10 +152,19 @@ class BraxVectorEnv(VectorEnv):
     # -- Gymnasium VectorEnv API ----------------------------------------------------------------
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict]:
-        """Reset every copy; ``seed`` makes the following trajectories reproducible."""
-        if seed is None:
-            seed, self._next_seed = self._next_seed, self._next_seed + 1
-        self._carry = self._reset_fn(jax.random.PRNGKey(seed))
+        """Reset every copy; ``seed`` makes the following trajectories reproducible.
+
+        As in Gymnasium, a reset without a seed continues the random stream of the last one (the
+        carried key), so every reset after a seeded one is reproducible; only the first reset of
+        an env that was never seeded draws from OS entropy.
+        """
+        if seed is not None:
+            key = jax.random.PRNGKey(seed)
+        elif self._carry is not None:
+            key = self._carry.key
+        else:
+            key = jax.random.PRNGKey(int(np.random.SeedSequence().generate_state(1)[0] >> 1))
+        self._carry = self._reset_fn(key)
         return np.array(self._carry.state.obs), {}
 
     def step(self, actions: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict]:

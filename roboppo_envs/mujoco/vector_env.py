@@ -12,7 +12,8 @@
   observation is the new episode's first and the last one of the finished episode is in
   ``info["final_obs"]`` (rows where ``info["_final_obs"]`` is True);
 - copy ``i`` reset with ``seed`` draws its initial states as ``gym.make(id)`` reset with
-  ``seed + i`` does, so a batch reproduces single envs step for step.
+  ``seed + i`` does, so a batch reproduces single envs step for step; a later reset without a
+  seed continues each copy's generator, as Gymnasium's envs do.
 """
 
 from __future__ import annotations
@@ -122,11 +123,15 @@ class MujocoVectorEnv(VectorEnv):
     def reset(
         self, *, seed: int | list[int | None] | None = None, options: dict[str, Any] | None = None
     ) -> tuple[np.ndarray, dict[str, Any]]:
-        """Reset every copy; copy ``i`` is seeded with ``seed + i`` (or ``seed[i]`` from a list)."""
+        """Reset every copy; copy ``i`` is seeded with ``seed + i`` (or ``seed[i]`` from a list).
+
+        As in Gymnasium, a copy reset without a seed continues its generator, so every reset after a
+        seeded one is reproducible; only a copy that was never seeded draws from OS entropy.
+        """
         seeds = seed if isinstance(seed, list) else [None if seed is None else seed + i for i in range(self.num_envs)]
         if len(seeds) != self.num_envs:
             raise ValueError(f"{self.name}: reset(seed=list) needs {self.num_envs} seeds, got {len(seeds)}.")
-        self._rngs = [np_random(s)[0] for s in seeds]
+        self._rngs = [rng if s is None else np_random(s)[0] for rng, s in zip(self._rngs, seeds, strict=True)]
         obs = np.stack([self._reset_copy(i) for i in range(self.num_envs)])
         self._steps[:] = 0
         self._needs_reset = False

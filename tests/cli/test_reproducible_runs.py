@@ -1,0 +1,149 @@
+"""Same seed, same run folder contents; resuming is exact, extendable and interruptible."""
+
+from __future__ import annotations
+
+import csv
+import pathlib
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+import yaml
+
+from roboppo import PPO
+from roboppo.common.env_util import make_env_from_id
+from roboppo.zoo.cli import main
+
+ENV = "RoboInvertedPendulum-v0"
+TINY = ["--n-timesteps", "1024", "--eval-freq", "256", "--save-freq", "512", "--eval-episodes", "2", "--n-envs", "2"]
+TINY += ["-p", "n_steps=64", "-p", "batch_size=64", "-p", "policy_kwargs.net_arch=[16]", "--no-progress-bar"]
+TRAINING_COLUMNS = ("train/loss", "train/approx_kl", "train/value_loss", "train/std", "rollout/ep_rew_mean")
+
+
+def train(folder: pathlib.Path, env_id: str = ENV, *extra: str) -> pathlib.Path:
+    assert main(["train", "--env", env_id, "--seed", "4", "--log-folder", str(folder), *TINY, *extra]) == 0
+    (run_dir,) = folder.iterdir()
+    return run_dir
+
+
+def weights(path: pathlib.Path) -> list[np.ndarray]:
+    model = PPO.load(path)
+    return [value.numpy() for value in model.policy.state_dict().values()]
+
+
+def training_columns(path: pathlib.Path) -> dict[str, list[str]]:
+    with path.open() as handle:
+        rows = list(csv.DictReader(handle))
+    return {key: [row[key] for row in rows] for key in TRAINING_COLUMNS if key in rows[0]}
+
+
+def assert_same_model(a: pathlib.Path, b: pathlib.Path) -> None:
+    for x, y in zip(weights(a), weights(b), strict=True):
+        np.testing.assert_array_equal(x, y)
+
+
+def assert_same_evaluations(a: pathlib.Path, b: pathlib.Path) -> None:
+    with np.load(a / "evaluations.npz") as first, np.load(b / "evaluations.npz") as second:
+        for key in ("timesteps", "results", "ep_lengths"):
+            np.testing.assert_array_equal(first[key], second[key])
+
+
+@pytest.mark.parametrize("env_id", [ENV, "RoboBraxInvertedPendulum-v0"])
+def test_two_runs_with_one_seed_write_the_same_results(tmp_path: pathlib.Path, env_id: str) -> None:
+    if "Brax" in env_id:
+        pytest.importorskip("jax")
+    first, second = train(tmp_path / "a", env_id), train(tmp_path / "b", env_id)
+    assert_same_model(first / "model.zip", second / "model.zip")
+    assert_same_model(first / "best_model.zip", second / "best_model.zip")
+    assert_same_evaluations(first, second)
+    with np.load(first / "evaluations.npz") as history:
+        assert len(history["timesteps"]) == 4 and len(set(history["results"].mean(axis=1))) > 1
+    columns = training_columns(first / "progress.csv")
+    assert len(columns) == len(TRAINING_COLUMNS) and columns == training_columns(second / "progress.csv")
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
+    return train(tmp_path_factory.mktemp("finished"))
+
+
+def interrupted_copy(run: pathlib.Path, folder: pathlib.Path) -> pathlib.Path:
+    """The run as if it had been killed just before its 1024-step checkpoint (after the evaluation at 768)."""
+    copy = pathlib.Path(shutil.copytree(run, folder / run.name))
+    (copy / "model.zip").unlink()
+    (copy / "checkpoints" / "ppo_1024_steps.zip").unlink()
+    with np.load(copy / "evaluations.npz") as history:
+        keep = history["timesteps"] <= 768
+        np.savez(copy / "evaluations.npz", **{key: history[key][keep] for key in history.files})
+    return copy
+
+
+def test_resume_drops_later_evaluations_and_repeats_exactly(finished: pathlib.Path, tmp_path: pathlib.Path) -> None:
+    first, second = interrupted_copy(finished, tmp_path / "a"), interrupted_copy(finished, tmp_path / "b")
+    for run in (first, second):
+        assert main(["train", "--resume", str(run), "--no-progress-bar"]) == 0
+        with np.load(run / "evaluations.npz") as history:
+            assert list(history["timesteps"]) == [256, 512, 768, 1024]  # 768 made again once, not twice
+    assert_same_model(first / "model.zip", second / "model.zip")
+    assert_same_evaluations(first, second)
+    assert training_columns(first / "progress-from-512.csv") == training_columns(second / "progress-from-512.csv")
+
+    # the CLI's resume is the documented continuation: load the checkpoint with an env seeded seed + 1, learn on
+    model = PPO.load(finished / "checkpoints" / "ppo_512_steps.zip", env=make_env_from_id(ENV, n_envs=2, seed=5))
+    model.learn(512, reset_num_timesteps=False)
+    resumed = PPO.load(first / "model.zip")
+    for x, y in zip(model.policy.state_dict().values(), resumed.policy.state_dict().values(), strict=True):
+        np.testing.assert_array_equal(x.numpy(), y.numpy())
+
+
+def test_a_finished_run_is_not_retrained_unless_the_budget_grows(
+    finished: pathlib.Path, tmp_path: pathlib.Path, capsys: pytest.CaptureFixture
+) -> None:
+    run = pathlib.Path(shutil.copytree(finished, tmp_path / finished.name))
+    before = (run / "model.zip").read_bytes()
+    assert main(["train", "--resume", str(run), "--no-progress-bar"]) == 0
+    assert "is complete: 1,024 of 1,024 env steps trained" in capsys.readouterr().out
+    assert (run / "model.zip").read_bytes() == before
+    assert main(["train", "--resume", str(run), "--n-timesteps", "1536", "--no-progress-bar"]) == 0
+    assert PPO.load(run / "model.zip").num_timesteps == 1536
+    assert yaml.safe_load((run / "config.yml").read_text())["n_timesteps"] == 1536
+    with np.load(run / "evaluations.npz") as history:
+        assert list(history["timesteps"]) == [256, 512, 768, 1024, 1280, 1536]
+    assert (run / "command.txt").read_text().count("\n") == 2  # the first command and the resume that trained
+
+
+def test_a_damaged_history_is_one_error_line(
+    finished: pathlib.Path, tmp_path: pathlib.Path, capsys: pytest.CaptureFixture
+) -> None:
+    run = interrupted_copy(finished, tmp_path)
+    (run / "evaluations.npz").write_bytes(b"PK\x03\x04 cut short")
+    for argv in (["train", "--resume", str(run)], ["plot", str(run), "--out", str(tmp_path / "c.png")]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"error: {run / 'evaluations.npz'} is damaged") and err.count("\n") == 1
+        assert "Delete it to continue without the evaluation history" in err
+    assert not (tmp_path / "c.png").exists()
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_an_interrupted_train_saves_the_model_and_resumes(tmp_path: pathlib.Path, signum: int) -> None:
+    command = [sys.executable, "-m", "roboppo.zoo.cli", "train", "--env", ENV, "--log-folder", str(tmp_path)]
+    command += ["--n-timesteps", "1000000", "--eval-freq", "off", "--save-freq", "off", "--no-progress-bar"]
+    worker = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.monotonic() + 120
+    while not any(path.stat().st_size for path in tmp_path.glob("*/progress.csv")):  # a first rollout was logged
+        assert worker.poll() is None and time.monotonic() < deadline, worker.communicate()[0]
+        time.sleep(0.2)
+    worker.send_signal(signum)
+    output = worker.communicate(timeout=60)[0]
+    assert worker.returncode == 130, output
+    (run,) = tmp_path.iterdir()
+    assert f"Continue with: roboppo-zoo train --resume {run}" in output
+    steps = PPO.load(run / "model.zip").num_timesteps
+    assert 0 < steps < 1_000_000
+    assert main(["train", "--resume", str(run), "--n-timesteps", str(steps + 512), "--no-progress-bar"]) == 0
+    assert PPO.load(run / "model.zip").num_timesteps >= steps + 512
