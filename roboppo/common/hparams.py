@@ -24,6 +24,7 @@ from stable_baselines3.common.utils import get_device
 from torch import nn
 
 import roboppo_envs
+from roboppo.common.schedules import KLAdaptiveLR
 from roboppo.common.validation import (
     NON_NEGATIVE,
     HparamsError,
@@ -295,10 +296,13 @@ class LinearSchedule:
 
 
 def _schedule(key: str, value: Any, where: str) -> Any:
-    """A number, or a mapping ``{type: linear|constant, initial: x[, final: y]}``; numbers are range-checked."""
+    """A number, or a mapping ``{type: linear|constant, initial: x[, final: y]}`` (for ``learning_rate`` also
+    ``{type: kl_adaptive, initial: x[, target_kl: y]}``); numbers are range-checked."""
     if not isinstance(value, dict):
         check_range(key, value, where)
         return value
+    if key == "learning_rate" and value.get("type") == "kl_adaptive":
+        return _kl_adaptive(value, f"{where} {key}")
     kind, unknown = value.get("type"), set(value) - {"type", "initial", "final"}
     numbers = [value.get("initial"), value.get("final", 0.0)]
     if unknown or kind not in ("linear", "constant") or not all(_is_number(n) for n in numbers):
@@ -311,6 +315,21 @@ def _schedule(key: str, value: Any, where: str) -> Any:
     if kind == "constant":
         return float(value["initial"])
     return LinearSchedule(float(value["initial"]), float(value.get("final", 0.0)))
+
+
+def _kl_adaptive(value: dict[str, Any], where: str) -> KLAdaptiveLR:
+    """``{type: kl_adaptive, initial: x[, target_kl: y, factor: f, min_lr: a, max_lr: b]}``."""
+    numbers = {key: number for key, number in value.items() if key != "type"}
+    unknown = set(numbers) - {"initial", "target_kl", "factor", "min_lr", "max_lr"}
+    if unknown or "initial" not in numbers or not all(_is_number(n) for n in numbers.values()):
+        raise HparamsError(
+            f"{where}: an adaptive rate is {{type: kl_adaptive, initial: NUMBER[, target_kl: NUMBER, factor: NUMBER, "
+            f"min_lr: NUMBER, max_lr: NUMBER]}}, got {value!r}."
+        )
+    try:
+        return KLAdaptiveLR(**{key: float(number) for key, number in numbers.items()})
+    except ValueError as error:
+        raise HparamsError(f"{where}: {error}") from error
 
 
 def _ppo_settings(values: dict[str, Any], where: str) -> dict[str, Any]:

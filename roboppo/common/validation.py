@@ -105,6 +105,7 @@ RANGES: dict[str, Range] = {
     "episodes": AT_LEAST_ONE,
     "n_trials": AT_LEAST_ONE,
     "seeds": AT_LEAST_ONE,
+    "jobs": AT_LEAST_ONE,
     "max_steps": AT_LEAST_ONE,
     "fps": AT_LEAST_ONE,
     "threads": AT_LEAST_ONE,

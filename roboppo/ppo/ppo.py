@@ -25,6 +25,7 @@ from roboppo.common.env_util import check_finite, make_env_from_id
 from roboppo.common.errors import ModelLoadError
 from roboppo.common.files import atomic_target
 from roboppo.common.hparams import TRAIN_BACKENDS, ZooEntry, capped_budget
+from roboppo.common.schedules import KLAdaptiveLR
 from roboppo.ppo import jax_train, torch_train
 from roboppo.ppo.defaults import SB3_SOURCE, BudgetNotice, describe, with_notice, zoo_arguments, zoo_entry
 from roboppo.ppo.policies import TanhGaussianPolicy, pre_tanh_policy
@@ -277,6 +278,8 @@ class PPO(SB3PPO):
         else:
             super().train()
         self._update_obs_normalizer()
+        if isinstance(self.learning_rate, KLAdaptiveLR):
+            self.learning_rate.update(float(self.logger.name_to_value["train/approx_kl"]))
 
     def _train_pre_tanh(self, policy: TanhGaussianPolicy) -> None:
         policy.set_training_mode(True)

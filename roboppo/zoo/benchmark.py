@@ -1,34 +1,49 @@
-"""``roboppo-zoo benchmark``: every zoo entry over several seeds, beside stock SB3, as a table and plots.
+"""``roboppo-zoo benchmark``: every zoo entry over several seeds, beside stock SB3, with interval estimates.
 
-For each env: ``train`` runs (the zoo entry's budget unless ``--n-timesteps``) into
-``<out>/runs``, each evaluated deterministically at the end; then, unless ``--no-sb3``, stock SB3
-PPO with rl-baselines3-zoo's tuned hyperparameters on the Gymnasium twin, same steps and seeds.
-Writes ``<out>/benchmark.md`` (mean ± std return, steps, wall time, steps per second) and one
-learning-curve PNG per env. roboppo's wall time includes its periodic evaluations (they draw the
-curves); stock SB3 trains without them.
+For each env: ``train`` runs (the zoo entry's budget unless ``--n-timesteps``) for seeds
+``--first-seed`` ... ``--first-seed + --seeds - 1`` into ``<out>/runs``, ``--jobs`` at a time in
+separate processes, each evaluated deterministically at the end; then, unless ``--no-sb3``, stock
+SB3 PPO with rl-baselines3-zoo's tuned hyperparameters on the Gymnasium twin, same steps and seeds.
+
+Writes ``<out>/benchmark.md``: every seed's final return; per system mean ± std and the
+interquartile mean with its 95% stratified-bootstrap interval (``rliable``); and per seed the env
+steps and wall-clock seconds until the periodic evaluation first reached the env's target. Plots:
+learning curves (``<env>.png``) and performance profiles (``<env>_profile.png``). roboppo's wall
+time includes its periodic evaluations (they draw the curves); stock SB3 trains without them.
 """
 
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
+import dataclasses
+import multiprocessing
+import pathlib
 import statistics
 import sys
 import time
-from dataclasses import dataclass
 
+import gymnasium as gym
 import numpy as np
 from stable_baselines3.common.evaluation import evaluate_policy
 
+import roboppo_envs
 from roboppo.common.env_util import check_env_id, make_env_from_id
+from roboppo.common.files import write_atomic
 from roboppo.common.hparams import load_ppo_hparams
 from roboppo.ppo import PPO
 from roboppo.zoo.baselines import RL_ZOO3_PPO, evaluate_stock_sb3, train_stock_sb3
-from roboppo.zoo.runs import write_atomic
+from roboppo.zoo.runs import check_log_folder
+from roboppo.zoo.stats import iqm_intervals, performance_profile, time_to_target
+from roboppo_envs.mujoco.vector_env import available_cpus
 
 DEFAULT_ENVS = ["RoboInvertedPendulum-v0", "RoboInvertedDoublePendulum-v0", "RoboHopper-v0"]
+# the return each entry is tuned to reach (README, "Results"); other ids use their reward_threshold
+TARGETS = {"RoboHopper-v0": 3000.0, "RoboInvertedDoublePendulum-v0": 9100.0, "RoboInvertedPendulum-v0": 950.0}
+ROBOPPO, STOCK = "roboppo", "sb3 + rl-zoo3"
 
 
-@dataclass
+@dataclasses.dataclass
 class Row:
     env_id: str
     system: str
@@ -36,51 +51,115 @@ class Row:
     steps: int
     seconds: float
     final_return: float
+    to_target: tuple[int, float] | None = None  # env steps and seconds until the evaluation first reached the target
+
+
+def target_of(env_id: str) -> float | None:
+    return TARGETS.get(env_id, gym.spec(env_id).reward_threshold)
 
 
 def run_roboppo(args: argparse.Namespace, env_id: str, seed: int) -> Row:
+    """One ``train`` run into ``<out>/runs/<env>/``, evaluated at the end on a fresh env."""
     from roboppo.zoo.train import train
 
     budget = args.n_timesteps or load_ppo_hparams(env_id).n_timesteps
-    log_folder = args.out / "runs" / env_id
-    before = set(log_folder.glob("*")) if log_folder.exists() else set()
+    log_folder = args.out / "runs" / env_id / f"seed{seed}"
+    mujoco_batch = roboppo_envs.has_vector_env(env_id) and not roboppo_envs.is_brax_id(env_id)
     train_args = argparse.Namespace(
         resume=None, env=env_id, seed=seed, n_timesteps=budget, n_envs=None, device="auto", p=None, hparams=None,
         log_folder=log_folder, eval_freq=args.eval_freq, eval_episodes=args.eval_episodes,
-        save_freq=max(budget // 4, 1), no_progress_bar=True, env_threads=None, torch_threads=None,
+        save_freq=max(budget // 4, 1), no_progress_bar=True, torch_threads=1 if args.jobs > 1 else None,
+        env_threads=max(1, available_cpus() // args.jobs) if mujoco_batch and args.jobs > 1 else None,
     )  # fmt: skip
     start = time.perf_counter()
     train(train_args)
     seconds = time.perf_counter() - start
-    (run_dir,) = set(log_folder.glob("*")) - before
+    (run_dir,) = log_folder.iterdir()
     model = PPO.load(run_dir / "model.zip")
     eval_env = make_env_from_id(env_id, seed=20_000 + seed)
     final, _ = evaluate_policy(model, eval_env, n_eval_episodes=args.eval_episodes, deterministic=True)
-    return Row(env_id, "roboppo", seed, model.num_timesteps, seconds, float(np.mean(final)))
+    target = target_of(env_id)
+    reached = None if target is None else time_to_target(run_dir, target)
+    return Row(env_id, ROBOPPO, seed, model.num_timesteps, seconds, float(np.mean(final)), reached)
 
 
 def run_sb3(args: argparse.Namespace, env_id: str, seed: int, budget: int) -> Row:
     model, env, seconds = train_stock_sb3(env_id, seed, budget)
     final = evaluate_stock_sb3(model, env, env_id, 20_000 + seed, episodes=args.eval_episodes)
-    return Row(env_id, "sb3 + rl-zoo3", seed, model.num_timesteps, seconds, final)
+    return Row(env_id, STOCK, seed, model.num_timesteps, seconds, final)
 
 
-def table(rows: list[Row]) -> str:
+def _quiet_run_roboppo(args: argparse.Namespace, env_id: str, seed: int) -> Row:
+    """:func:`run_roboppo` in a worker process, its training output kept out of the parent's terminal."""
+    import contextlib
+    import io
+
+    with contextlib.redirect_stdout(io.StringIO()):
+        return run_roboppo(args, env_id, seed)
+
+
+def roboppo_rows(args: argparse.Namespace, env_id: str) -> list[Row]:
+    """Every seed's run, ``--jobs`` at a time in fresh processes (one at a time in this one)."""
+    seeds = list(range(args.first_seed, args.first_seed + args.seeds))
+    if args.jobs == 1:
+        return [_announce(run_roboppo(args, env_id, seed)) for seed in seeds]
+    context = multiprocessing.get_context("spawn")  # JAX and MuJoCo's threads do not survive a fork
+    with concurrent.futures.ProcessPoolExecutor(args.jobs, mp_context=context) as pool:
+        futures = [pool.submit(_quiet_run_roboppo, args, env_id, seed) for seed in seeds]
+        return [_announce(future.result()) for future in futures]
+
+
+def _announce(row: Row) -> Row:
+    reached = "" if row.to_target is None else f"; target at {row.to_target[0]:,} steps ({row.to_target[1]:,.0f} s)"
+    print(f"{row.env_id} {row.system} seed {row.seed}: {row.final_return:,.1f}{reached}", flush=True)
+    return row
+
+
+def summary_table(rows: list[Row]) -> str:
     lines = [
-        "| env | system | seeds | env steps | final return (mean ± std) | wall time / run | steps/s |",
-        "|---|---|---:|---:|---:|---:|---:|",
+        "| env | system | seeds | env steps | final return (mean ± std) | IQM [95% CI] | worst seed | time / run |",
+        "|---|---|---:|---:|---:|---:|---:|---:|",
     ]
     for env_id in dict.fromkeys(r.env_id for r in rows):
-        for system in dict.fromkeys(r.system for r in rows if r.env_id == env_id):
-            group = [r for r in rows if r.env_id == env_id and r.system == system]
+        groups = {s: [r for r in rows if r.env_id == env_id and r.system == s] for s in (ROBOPPO, STOCK)}
+        groups = {system: group for system, group in groups.items() if group}
+        intervals = iqm_intervals({system: np.array([r.final_return for r in g]) for system, g in groups.items()})
+        for system, group in groups.items():
             returns = [r.final_return for r in group]
             spread = statistics.pstdev(returns) if len(returns) > 1 else 0.0
             seconds = statistics.mean(r.seconds for r in group)
             lines.append(
                 f"| {env_id} | {system} | {len(group)} | {group[0].steps:,} | {statistics.mean(returns):,.1f} ± "
-                f"{spread:,.1f} | {seconds:,.0f} s | {group[0].steps / seconds:,.0f} |"
+                f"{spread:,.1f} | {intervals[system]} | {min(returns):,.1f} | {seconds:,.0f} s |"
             )
     return "\n".join(lines)
+
+
+def seed_table(rows: list[Row]) -> str:
+    lines = [
+        "| env | system | seed | final return | env steps to target | seconds to target | wall time |",
+        "|---|---|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        steps, seconds = (
+            ("not reached", "") if r.to_target is None else (f"{r.to_target[0]:,}", f"{r.to_target[1]:,.0f}")
+        )
+        if r.system == STOCK:
+            steps = "(not evaluated during training)"
+        lines.append(
+            f"| {r.env_id} | {r.system} | {r.seed} | {r.final_return:,.1f} | {steps} | {seconds} | {r.seconds:,.0f} s |"
+        )
+    return "\n".join(lines)
+
+
+def report(rows: list[Row]) -> str:
+    targets = ", ".join(f"{env_id} {target_of(env_id):,.0f}" for env_id in dict.fromkeys(r.env_id for r in rows))
+    return (
+        f"{summary_table(rows)}\n\nFinal return: mean of deterministic episodes on a fresh env after training. IQM: "
+        "interquartile mean over seeds, 95% stratified-bootstrap interval (rliable).\n\n"
+        f"Every seed (targets: {targets}; steps and seconds until the periodic evaluation first reached it, "
+        f"evaluations included):\n\n{seed_table(rows)}"
+    )
 
 
 def benchmark(args: argparse.Namespace) -> int:
@@ -88,18 +167,23 @@ def benchmark(args: argparse.Namespace) -> int:
 
     for env_id in args.envs:
         check_env_id(env_id)
+    check_log_folder(args.out, "--out")
     rows: list[Row] = []
     for env_id in args.envs:
-        for seed in range(args.seeds):
-            rows.append(run_roboppo(args, env_id, seed))
-            print(f"{env_id} roboppo seed {seed}: {rows[-1].final_return:,.1f}", flush=True)
-            if not args.no_sb3 and env_id in RL_ZOO3_PPO:
-                rows.append(run_sb3(args, env_id, seed, rows[-1].steps))
-                print(f"{env_id} stock SB3 seed {seed}: {rows[-1].final_return:,.1f}", flush=True)
-        runs = sorted((args.out / "runs" / env_id).glob("*"))
+        mine = roboppo_rows(args, env_id)
+        rows += mine
+        if not args.no_sb3 and env_id in RL_ZOO3_PPO:
+            for row in mine:
+                rows.append(_announce(run_sb3(args, env_id, row.seed, row.steps)))
+        runs = sorted((args.out / "runs" / env_id).glob("seed*/*"))
         plot(argparse.Namespace(runs=runs, out=args.out / f"{env_id}.png"))
-    text = table(rows)
-    command = " ".join(["roboppo-zoo", *sys.argv[1:]]) if sys.argv[0].endswith("roboppo-zoo") else None
+        finals = {
+            s: np.array([r.final_return for r in rows if r.env_id == env_id and r.system == s])
+            for s in (ROBOPPO, STOCK)
+        }
+        performance_profile({s: v for s, v in finals.items() if v.size}, env_id, args.out / f"{env_id}_profile.png")
+    text = report(rows)
+    command = " ".join(["roboppo-zoo", *sys.argv[1:]]) if pathlib.Path(sys.argv[0]).name == "roboppo-zoo" else None
     write_atomic(args.out / "benchmark.md", (f"`{command}`\n\n" if command else "") + text + "\n")
     print(text)
     return 0

@@ -133,7 +133,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     bench = commands.add_parser("benchmark", help="train every zoo entry over seeds beside stock SB3; table and plots")
     bench.add_argument("--envs", nargs="+", default=DEFAULT_ENVS)
-    bench.add_argument("--seeds", type=flag_type("seeds"), default=3)
+    bench.add_argument("--seeds", type=flag_type("seeds"), default=3, help="number of seeds")
+    bench.add_argument("--first-seed", type=int, default=0, help="seeds are first-seed, first-seed + 1, ...")
+    bench.add_argument("--jobs", type=flag_type("jobs"), default=1, help="runs at a time, in separate processes")
     bench.add_argument("--n-timesteps", type=flag_type("n_timesteps"), default=None, help="override every budget")
     bench.add_argument("--eval-freq", type=flag_type("eval_freq"), default=10_000)
     bench.add_argument("--eval-episodes", type=flag_type("eval_episodes"), default=10)

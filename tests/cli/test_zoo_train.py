@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pathlib
+import re
 
 import imageio.v2 as imageio
 import numpy as np
@@ -105,12 +106,19 @@ def test_thread_options_reach_the_run(tmp_path: pathlib.Path, monkeypatch: pytes
     assert built[0] == 1  # the training batch; the evaluation env has one copy anyway
 
 
-def test_benchmark_writes_a_table_and_plots(tmp_path: pathlib.Path) -> None:
-    argv = ["benchmark", "--envs", ENV, "--seeds", "2", "--n-timesteps", "512", "--eval-freq", "256"]
-    assert main([*argv, "--eval-episodes", "2", "--out", str(tmp_path)]) == 0
-    table = (tmp_path / "benchmark.md").read_text().splitlines()
-    assert table[0].startswith("| env | system | seeds")
-    rows = {line.split("|")[2].strip(): line for line in table[2:]}
+def test_benchmark_writes_tables_with_intervals_and_plots(tmp_path: pathlib.Path) -> None:
+    argv = ["benchmark", "--envs", ENV, "--seeds", "2", "--first-seed", "7", "--jobs", "2", "--n-timesteps", "512"]
+    assert main([*argv, "--eval-freq", "256", "--eval-episodes", "2", "--out", str(tmp_path)]) == 0
+    text = (tmp_path / "benchmark.md").read_text()
+    summary = text.split("\n\n")[0].splitlines()
+    assert summary[0].startswith("| env | system | seeds") and "IQM [95% CI]" in summary[0]
+    rows = {line.split("|")[2].strip(): line for line in summary[2:]}
     assert set(rows) == {"roboppo", "sb3 + rl-zoo3"} and all("| 2 | 512 |" in line for line in rows.values())
-    assert (tmp_path / f"{ENV}.png").read_bytes()[:4] == b"\x89PNG"
-    assert len(list((tmp_path / "runs" / ENV).iterdir())) == 2
+    assert all(re.search(r"\| [\d,.-]+ \[[\d,.-]+, [\d,.-]+\] \|", line) for line in rows.values())
+    per_seed = text.split("Every seed")[1].splitlines()
+    seeds = [line for line in per_seed if line.startswith(f"| {ENV} | roboppo | ")]
+    assert [line.split("|")[3].strip() for line in seeds] == ["7", "8"]
+    assert all("not reached" in line for line in seeds)  # 512 steps do not balance the pole for 950 steps
+    for name in (f"{ENV}.png", f"{ENV}_profile.png"):
+        assert (tmp_path / name).read_bytes()[:4] == b"\x89PNG"
+    assert sorted(p.name for p in (tmp_path / "runs" / ENV).iterdir()) == ["seed7", "seed8"]

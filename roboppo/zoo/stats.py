@@ -1,0 +1,95 @@
+"""Multi-seed statistics for ``roboppo-zoo benchmark``: interval estimates and performance profiles by ``rliable``,
+and the env steps and wall-clock time a run took to first reach a target.
+
+``rliable`` (Agarwal et al., 2021) is the standard for reporting RL results over few seeds: the
+interquartile mean (IQM, the mean of the middle 50% of runs) is robust to one outlier seed yet
+uses half the runs, and its 95% interval comes from a stratified bootstrap over the runs.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import pathlib
+
+import numpy as np
+
+from roboppo.common.callbacks import read_evaluations
+
+BOOTSTRAP_REPS = 2000
+
+
+@dataclasses.dataclass(frozen=True)
+class Interval:
+    """A point estimate with its 95% bootstrap interval."""
+
+    value: float
+    low: float
+    high: float
+
+    def __str__(self) -> str:
+        return f"{self.value:,.0f} [{self.low:,.0f}, {self.high:,.0f}]"
+
+
+def iqm_intervals(scores: dict[str, np.ndarray], seed: int = 0) -> dict[str, Interval]:
+    """The IQM of each system's final scores (one per seed) with its 95% stratified-bootstrap interval."""
+    from rliable import library as rly
+    from rliable import metrics
+
+    matrices = {name: np.asarray(values, dtype=float).reshape(-1, 1) for name, values in scores.items()}
+    np.random.seed(seed)  # rliable's bootstrap draws from NumPy's global generator
+    points, intervals = rly.get_interval_estimates(
+        matrices, lambda x: np.array([metrics.aggregate_iqm(x)]), reps=BOOTSTRAP_REPS
+    )
+    return {
+        name: Interval(float(points[name][0]), float(intervals[name][0, 0]), float(intervals[name][1, 0]))
+        for name in matrices
+    }
+
+
+def performance_profile(scores: dict[str, np.ndarray], title: str, out: pathlib.Path) -> None:
+    """Plot the fraction of runs scoring above each threshold (with bootstrap bands) into a PNG."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from rliable import library as rly
+    from rliable import plot_utils
+
+    from roboppo.common.files import atomic_target
+
+    matrices = {name: np.asarray(values, dtype=float).reshape(-1, 1) for name, values in scores.items()}
+    everything = np.concatenate(list(matrices.values()))
+    taus = np.linspace(min(0.0, float(everything.min())), float(everything.max()) * 1.02, 101)
+    np.random.seed(0)
+    profiles, bands = rly.create_performance_profile(matrices, taus, reps=BOOTSTRAP_REPS)
+    figure, axis = plt.subplots(figsize=(6, 4))
+    plot_utils.plot_performance_profiles(
+        profiles, taus, performance_profile_cis=bands, xlabel="final return τ", ax=axis, legend=True
+    )
+    axis.set_title(title)
+    axis.set_ylabel("fraction of runs with return > τ")
+    figure.tight_layout()
+    with atomic_target(out) as partial:
+        figure.savefig(partial, dpi=120)
+    plt.close(figure)
+
+
+def time_to_target(run_dir: pathlib.Path, target: float) -> tuple[int, float] | None:
+    """Env steps and seconds (of the run alone, its evaluations included) until its evaluation first reached
+    ``target``; None when it never did.
+
+    The seconds come from the run's ``progress.csv`` (``time/time_elapsed`` at the first logged rollout
+    that ends at or after the evaluation's step).
+    """
+    history = read_evaluations(run_dir / "evaluations.npz")
+    means = np.asarray(history["results"]).mean(axis=1)
+    reached = np.flatnonzero(means >= target)
+    if reached.size == 0:
+        return None
+    steps = int(history["timesteps"][reached[0]])
+    with (run_dir / "progress.csv").open() as handle:
+        for row in csv.DictReader(handle):
+            if row.get("time/total_timesteps") and int(float(row["time/total_timesteps"])) >= steps:
+                return steps, float(row["time/time_elapsed"])
+    return steps, float("nan")

@@ -1,0 +1,36 @@
+"""Benchmark statistics: rliable's interval estimates and the time a run took to reach its target."""
+
+from __future__ import annotations
+
+import pathlib
+
+import numpy as np
+
+from roboppo.zoo.stats import iqm_intervals, performance_profile, time_to_target
+
+
+def test_iqm_is_the_mean_of_the_middle_half_with_an_interval_around_it() -> None:
+    scores = {"a": np.arange(1.0, 9.0), "b": np.array([1.0, 1.0, 1.0, 1.0, 100.0, 100.0, 100.0, 1000.0])}
+    intervals = iqm_intervals(scores)
+    assert intervals["a"].value == 4.5  # mean of 3, 4, 5, 6
+    assert intervals["b"].value == 50.5  # the one outlier seed (1000) does not move it
+    for interval in intervals.values():
+        assert interval.low <= interval.value <= interval.high
+    assert intervals["a"].high < 8.0 and intervals == iqm_intervals(scores)  # repeatable
+
+
+def test_time_to_target_reads_the_first_evaluation_that_reached_it(tmp_path: pathlib.Path) -> None:
+    np.savez(
+        tmp_path / "evaluations.npz", timesteps=np.array([100, 200, 300]),
+        results=np.array([[10.0, 20.0], [40.0, 60.0], [90.0, 90.0]]), ep_lengths=np.ones((3, 2)),
+    )  # fmt: skip
+    rows = ["time/total_timesteps,time/time_elapsed"] + [f"{s},{s // 10}" for s in (64, 128, 192, 256, 320)]
+    (tmp_path / "progress.csv").write_text("\n".join(rows) + "\n")
+    assert time_to_target(tmp_path, 50.0) == (200, 25.0)  # mean 50 at step 200; the rollout ending at 256
+    assert time_to_target(tmp_path, 95.0) is None
+
+
+def test_performance_profile_is_a_png(tmp_path: pathlib.Path) -> None:
+    out = tmp_path / "profile.png"
+    performance_profile({"roboppo": np.array([900.0, 1000.0, 950.0]), "sb3": np.array([300.0, 700.0])}, "env", out)
+    assert out.read_bytes()[:4] == b"\x89PNG" and [p.name for p in tmp_path.iterdir()] == ["profile.png"]
