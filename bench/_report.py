@@ -6,6 +6,8 @@ import os
 import pathlib
 import sys
 
+from roboppo.common.files import write_atomic
+
 
 def publish(table: str, out: pathlib.Path | None) -> None:
     """Print ``table``; when ``out`` is given, also write it there (atomically) under the command line."""
@@ -13,7 +15,4 @@ def publish(table: str, out: pathlib.Path | None) -> None:
     if out is None:
         return
     command = " ".join(["python", os.path.relpath(sys.argv[0]), *sys.argv[1:]])
-    out.parent.mkdir(parents=True, exist_ok=True)
-    partial = out.with_name(f".{out.name}.partial")
-    partial.write_text(f"`{command}`\n\n{table}\n")
-    os.replace(partial, out)
+    write_atomic(out, f"`{command}`\n\n{table}\n")

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import csv
 import pathlib
+import sys
 
 import numpy as np
 
@@ -64,7 +65,8 @@ def main() -> None:
                 if key in progress:
                     axis.plot(x, progress[key], color=color, lw=0.8)
                 axis.set_title(title)
-            std = progress.get("train/std", np.array([np.nan]))[-1]
+            stds = progress.get("train/std", np.array([np.nan]))
+            std = stds[np.isfinite(stds)][-1] if np.isfinite(stds).any() else np.nan
             lines.append(f"| {group.name} | {run.name} | {', '.join(f'{r:,.0f}' for r in returns)} | {std:.2f} |")
     axes[0, 0].set_title("evaluation return")
     axes[0, 0].legend(fontsize=6, ncol=2)
@@ -75,7 +77,8 @@ def main() -> None:
     figure.tight_layout()
     with atomic_target(args.out.with_suffix(".png")) as partial:
         figure.savefig(partial, dpi=100)
-    write_atomic(args.out.with_suffix(".md"), "\n".join(lines) + "\n")
+    command = " ".join(["python", "bench/seed_diagnostics.py", *sys.argv[1:]])
+    write_atomic(args.out.with_suffix(".md"), f"`{command}`\n\n" + "\n".join(lines) + "\n")
     print("\n".join(lines))
 
 

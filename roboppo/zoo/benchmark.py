@@ -2,8 +2,10 @@
 
 For each env: ``train`` runs (the zoo entry's budget unless ``--n-timesteps``) for seeds
 ``--first-seed`` ... ``--first-seed + --seeds - 1`` into ``<out>/runs``, ``--jobs`` at a time in
-separate processes, each evaluated deterministically at the end; then, unless ``--no-sb3``, stock
-SB3 PPO with rl-baselines3-zoo's tuned hyperparameters on the Gymnasium twin, same steps and seeds.
+separate processes, each evaluated deterministically at the end (a seed whose run an earlier
+benchmark into the same ``--out`` finished is only evaluated, so an interrupted benchmark continues);
+then, unless ``--no-sb3``, stock SB3 PPO with rl-baselines3-zoo's tuned hyperparameters on the
+Gymnasium twin, same steps and seeds.
 
 Writes ``<out>/benchmark.md``: every seed's final return; per system mean ± std and the
 interquartile mean with its 95% stratified-bootstrap interval (``rliable``); and per seed the env
@@ -16,9 +18,11 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
+import csv
 import dataclasses
 import multiprocessing
 import pathlib
+import shutil
 import statistics
 import sys
 import time
@@ -33,7 +37,7 @@ from roboppo.common.files import write_atomic
 from roboppo.common.hparams import load_ppo_hparams
 from roboppo.ppo import PPO
 from roboppo.zoo.baselines import RL_ZOO3_PPO, evaluate_stock_sb3, train_stock_sb3
-from roboppo.zoo.runs import check_log_folder
+from roboppo.zoo.runs import check_log_folder, saved_steps
 from roboppo.zoo.stats import iqm_intervals, performance_profile, time_to_target
 from roboppo_envs.mujoco.vector_env import available_cpus
 
@@ -71,16 +75,41 @@ def run_roboppo(args: argparse.Namespace, env_id: str, seed: int) -> Row:
         save_freq=max(budget // 4, 1), no_progress_bar=True, torch_threads=1 if args.jobs > 1 else None,
         env_threads=max(1, available_cpus() // args.jobs) if mujoco_batch and args.jobs > 1 else None,
     )  # fmt: skip
-    start = time.perf_counter()
-    train(train_args)
-    seconds = time.perf_counter() - start
-    (run_dir,) = log_folder.iterdir()
+    run_dir = finished_run(log_folder, budget)
+    if run_dir is None:
+        start = time.perf_counter()
+        train(train_args)
+        seconds = time.perf_counter() - start
+        (run_dir,) = (path for path in log_folder.iterdir() if path.is_dir())
+    else:
+        seconds = elapsed_seconds(run_dir)
     model = PPO.load(run_dir / "model.zip")
     eval_env = make_env_from_id(env_id, seed=20_000 + seed)
     final, _ = evaluate_policy(model, eval_env, n_eval_episodes=args.eval_episodes, deterministic=True)
     target = target_of(env_id)
     reached = None if target is None else time_to_target(run_dir, target)
     return Row(env_id, ROBOPPO, seed, model.num_timesteps, seconds, float(np.mean(final)), reached)
+
+
+def finished_run(log_folder: pathlib.Path, budget: int) -> pathlib.Path | None:
+    """A run of this seed that an earlier benchmark finished (so a re-run only reports it), else None.
+
+    An unfinished run is removed: the seed trains again from the start.
+    """
+    if not log_folder.is_dir():
+        return None
+    for run_dir in sorted(path for path in log_folder.iterdir() if path.is_dir()):
+        if (run_dir / "model.zip").is_file() and saved_steps(run_dir / "model.zip") >= budget:
+            return run_dir
+        shutil.rmtree(run_dir)
+    return None
+
+
+def elapsed_seconds(run_dir: pathlib.Path) -> float:
+    """The training time a finished run logged last (``time/time_elapsed`` in its progress.csv)."""
+    with (run_dir / "progress.csv").open() as handle:
+        times = [float(row["time/time_elapsed"]) for row in csv.DictReader(handle) if row.get("time/time_elapsed")]
+    return times[-1] if times else float("nan")
 
 
 def run_sb3(args: argparse.Namespace, env_id: str, seed: int, budget: int) -> Row:

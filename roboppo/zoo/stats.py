@@ -89,7 +89,7 @@ def time_to_target(run_dir: pathlib.Path, target: float) -> tuple[int, float] | 
         return None
     steps = int(history["timesteps"][reached[0]])
     with (run_dir / "progress.csv").open() as handle:
-        for row in csv.DictReader(handle):
-            if row.get("time/total_timesteps") and int(float(row["time/total_timesteps"])) >= steps:
+        for row in csv.DictReader(handle):  # SB3 also writes rows of evaluation scalars only: skip them
+            if row.get("time/time_elapsed") and int(float(row["time/total_timesteps"])) >= steps:
                 return steps, float(row["time/time_elapsed"])
     return steps, float("nan")

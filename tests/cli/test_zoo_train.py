@@ -122,3 +122,7 @@ def test_benchmark_writes_tables_with_intervals_and_plots(tmp_path: pathlib.Path
     for name in (f"{ENV}.png", f"{ENV}_profile.png"):
         assert (tmp_path / name).read_bytes()[:4] == b"\x89PNG"
     assert sorted(p.name for p in (tmp_path / "runs" / ENV).iterdir()) == ["seed7", "seed8"]
+    runs = sorted((tmp_path / "runs" / ENV).glob("seed*/*"))
+    assert main([*argv, "--eval-episodes", "2", "--out", str(tmp_path), "--no-sb3"]) == 0  # finished runs reused
+    assert sorted((tmp_path / "runs" / ENV).glob("seed*/*")) == runs
+    assert [line.split("|")[4] for line in (tmp_path / "benchmark.md").read_text().splitlines()[2:3]] == [" 512 "]

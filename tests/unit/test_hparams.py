@@ -28,7 +28,7 @@ def test_shipped_file_has_an_entry_per_robo_env() -> None:
         entry = load_ppo_hparams(env_id)
         assert entry.n_timesteps > 0 and entry.n_envs >= 1
     hopper = load_ppo_hparams("RoboHopper-v0")
-    assert hopper.ppo_kwargs["policy_kwargs"] == {"log_std_init": -1.0}
+    assert hopper.ppo_kwargs["policy_kwargs"] == {"log_std_init": 0.0}
     assert hopper.ppo_kwargs["clip_range"](0.5) == pytest.approx(0.1)  # decays linearly to 0
     assert hopper.ppo_kwargs["clip_range"](-0.25) == 0.0  # and stays there when the last rollout overshoots
     assert hopper.ppo_kwargs["reward_scale"] == 0.1

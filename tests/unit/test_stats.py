@@ -25,6 +25,7 @@ def test_time_to_target_reads_the_first_evaluation_that_reached_it(tmp_path: pat
         results=np.array([[10.0, 20.0], [40.0, 60.0], [90.0, 90.0]]), ep_lengths=np.ones((3, 2)),
     )  # fmt: skip
     rows = ["time/total_timesteps,time/time_elapsed"] + [f"{s},{s // 10}" for s in (64, 128, 192, 256, 320)]
+    rows.insert(4, "200,")  # SB3 writes a row of evaluation scalars only, without the time columns
     (tmp_path / "progress.csv").write_text("\n".join(rows) + "\n")
     assert time_to_target(tmp_path, 50.0) == (200, 25.0)  # mean 50 at step 200; the rollout ending at 256
     assert time_to_target(tmp_path, 95.0) is None
