@@ -66,11 +66,12 @@ def run_roboppo(args: argparse.Namespace, env_id: str, seed: int) -> Row:
     """One ``train`` run into ``<out>/runs/<env>/``, evaluated at the end on a fresh env."""
     from roboppo.zoo.train import train
 
-    budget = args.n_timesteps or load_ppo_hparams(env_id).n_timesteps
+    hparams = getattr(args, "hparams", None)
+    budget = args.n_timesteps or load_ppo_hparams(env_id, hparams).n_timesteps
     log_folder = args.out / "runs" / env_id / f"seed{seed}"
     mujoco_batch = roboppo_envs.has_vector_env(env_id) and not roboppo_envs.is_brax_id(env_id)
     train_args = argparse.Namespace(
-        resume=None, env=env_id, seed=seed, n_timesteps=budget, n_envs=None, device="auto", p=None, hparams=None,
+        resume=None, env=env_id, seed=seed, n_timesteps=budget, n_envs=None, device="auto", p=None, hparams=hparams,
         log_folder=log_folder, eval_freq=args.eval_freq, eval_episodes=args.eval_episodes,
         save_freq=max(budget // 4, 1), no_progress_bar=True, torch_threads=1 if args.jobs > 1 else None,
         env_threads=max(1, available_cpus() // args.jobs) if mujoco_batch and args.jobs > 1 else None,
@@ -101,6 +102,7 @@ def finished_run(log_folder: pathlib.Path, budget: int) -> pathlib.Path | None:
     for run_dir in sorted(path for path in log_folder.iterdir() if path.is_dir()):
         if (run_dir / "model.zip").is_file() and saved_steps(run_dir / "model.zip") >= budget:
             return run_dir
+        print(f"{run_dir} did not finish; training this seed again", flush=True)
         shutil.rmtree(run_dir)
     return None
 

@@ -140,6 +140,7 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--eval-freq", type=flag_type("eval_freq"), default=10_000)
     bench.add_argument("--eval-episodes", type=flag_type("eval_episodes"), default=10)
     bench.add_argument("--no-sb3", action="store_true", help="skip the stock SB3 rows")
+    bench.add_argument("--hparams", type=pathlib.Path, default=None, help="a ppo.yml (default: zoo_hparams/)")
     bench.add_argument("--out", type=pathlib.Path, default=pathlib.Path("bench/results/zoo"))
     bench.set_defaults(handler=benchmark)
 
