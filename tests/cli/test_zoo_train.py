@@ -107,8 +107,12 @@ def test_thread_options_reach_the_run(tmp_path: pathlib.Path, monkeypatch: pytes
 
 
 def test_benchmark_writes_tables_with_intervals_and_plots(tmp_path: pathlib.Path) -> None:
+    hparams = tmp_path / "candidate.yml"
+    hparams.write_text(f"{ENV}:\n  n_envs: 2\n  n_steps: 64\n  batch_size: 64\n")
     argv = ["benchmark", "--envs", ENV, "--seeds", "2", "--first-seed", "7", "--jobs", "2", "--n-timesteps", "512"]
-    assert main([*argv, "--eval-freq", "256", "--eval-episodes", "2", "--out", str(tmp_path)]) == 0
+    argv += ["--hparams", str(hparams)]
+    assert main([*argv, "--eval-freq", "256", "--eval-episodes", "2", "--out", str(tmp_path / "out")]) == 0
+    tmp_path = tmp_path / "out"
     text = (tmp_path / "benchmark.md").read_text()
     summary = text.split("\n\n")[0].splitlines()
     assert summary[0].startswith("| env | system | seeds") and "IQM [95% CI]" in summary[0]
@@ -123,6 +127,8 @@ def test_benchmark_writes_tables_with_intervals_and_plots(tmp_path: pathlib.Path
         assert (tmp_path / name).read_bytes()[:4] == b"\x89PNG"
     assert sorted(p.name for p in (tmp_path / "runs" / ENV).iterdir()) == ["seed7", "seed8"]
     runs = sorted((tmp_path / "runs" / ENV).glob("seed*/*"))
+    config = yaml.safe_load((runs[0] / "config.yml").read_text())
+    assert config["hparams_file"] == str(hparams) and config["n_envs"] == 2
     assert main([*argv, "--eval-episodes", "2", "--out", str(tmp_path), "--no-sb3"]) == 0  # finished runs reused
     assert sorted((tmp_path / "runs" / ENV).glob("seed*/*")) == runs
     assert [line.split("|")[4] for line in (tmp_path / "benchmark.md").read_text().splitlines()[2:3]] == [" 512 "]
