@@ -17,6 +17,7 @@ from stable_baselines3.common.policies import ActorCriticPolicy
 
 from roboppo import PPO
 from roboppo.common.env_util import make_env_from_id
+from roboppo.common.schedules import KLAdaptiveLR
 from roboppo.ppo.defaults import SB3_SOURCE
 from roboppo.zoo import ZooEntry, load_ppo_hparams
 
@@ -30,6 +31,9 @@ def assert_matches_entry(model: PPO, entry: ZooEntry) -> None:
     for key, value in entry.ppo_kwargs.items():
         if key == "policy_kwargs":
             assert model.policy_kwargs == value
+        elif isinstance(value, KLAdaptiveLR):  # its rate moves with every update: compare the rule
+            rule = ("target_kl", "factor", "min_lr", "max_lr")
+            assert [getattr(model.learning_rate, name) for name in rule] == [getattr(value, name) for name in rule]
         elif key in ("learning_rate", "clip_range"):
             schedule = model.lr_schedule if key == "learning_rate" else model.clip_range
             for progress in (1.0, 0.5, 0.1):
