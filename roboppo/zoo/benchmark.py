@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
-import csv
 import dataclasses
 import multiprocessing
 import pathlib
@@ -38,7 +37,7 @@ from roboppo.common.hparams import load_ppo_hparams
 from roboppo.ppo import PPO
 from roboppo.zoo.baselines import RL_ZOO3_PPO, evaluate_stock_sb3, train_stock_sb3
 from roboppo.zoo.runs import check_log_folder, saved_steps
-from roboppo.zoo.stats import iqm_intervals, performance_profile, time_to_target
+from roboppo.zoo.stats import iqm_intervals, performance_profile, time_to_target, timings
 from roboppo_envs.mujoco.vector_env import available_cpus
 
 DEFAULT_ENVS = ["RoboInvertedPendulum-v0", "RoboInvertedDoublePendulum-v0", "RoboHopper-v0"]
@@ -82,8 +81,8 @@ def run_roboppo(args: argparse.Namespace, env_id: str, seed: int) -> Row:
         train(train_args)
         seconds = time.perf_counter() - start
         (run_dir,) = (path for path in log_folder.iterdir() if path.is_dir())
-    else:
-        seconds = elapsed_seconds(run_dir)
+    else:  # the training time the finished run logged last
+        seconds = next((elapsed for _, elapsed in reversed(timings(run_dir))), float("nan"))
     model = PPO.load(run_dir / "model.zip")
     eval_env = make_env_from_id(env_id, seed=20_000 + seed)
     final, _ = evaluate_policy(model, eval_env, n_eval_episodes=args.eval_episodes, deterministic=True)
@@ -105,13 +104,6 @@ def finished_run(log_folder: pathlib.Path, budget: int) -> pathlib.Path | None:
         print(f"{run_dir} did not finish; training this seed again", flush=True)
         shutil.rmtree(run_dir)
     return None
-
-
-def elapsed_seconds(run_dir: pathlib.Path) -> float:
-    """The training time a finished run logged last (``time/time_elapsed`` in its progress.csv)."""
-    with (run_dir / "progress.csv").open() as handle:
-        times = [float(row["time/time_elapsed"]) for row in csv.DictReader(handle) if row.get("time/time_elapsed")]
-    return times[-1] if times else float("nan")
 
 
 def run_sb3(args: argparse.Namespace, env_id: str, seed: int, budget: int) -> Row:

@@ -108,10 +108,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     search = commands.add_parser("tune", help="Optuna search over PPO hyperparameters (one study, many workers)")
     search.add_argument("--env", required=True, help="registered env id")
-    search.add_argument("--n-trials", type=positive_int, default=20, help="trials for this worker")
-    search.add_argument("--n-timesteps", type=positive_int, default=50_000, help="env steps per trial, at most")
-    search.add_argument("--eval-freq", type=positive_int, default=10_000, help="env steps between evaluations")
-    search.add_argument("--eval-episodes", type=positive_int, default=5)
+    search.add_argument("--n-trials", type=flag_type("n_trials"), default=20, help="trials for this worker")
+    search.add_argument(
+        "--n-timesteps", type=flag_type("n_timesteps"), default=50_000, help="env steps per trial, at most"
+    )
+    search.add_argument(
+        "--eval-freq", type=flag_type("eval_freq"), default=10_000, help="env steps between evaluations"
+    )
+    search.add_argument("--eval-episodes", type=flag_type("eval_episodes"), default=5)
     search.add_argument(
         "--storage", default=None,
         help="study database URL, e.g. postgresql+psycopg2://user:PASSWORD@host/db (default: $ROBOPPO_STORAGE, "

@@ -31,10 +31,13 @@ class RunFolderError(ValueError):
     """A folder that is not a roboppo run."""
 
 
-def write_config(run_dir: pathlib.Path, config: dict[str, Any], command: list[str]) -> None:
+def write_config(run_dir: pathlib.Path, config: dict[str, Any], command: list[str], resumed: bool = False) -> None:
+    """Write ``config.yml`` and ``command.txt``; a ``resumed`` run's command is added under the earlier ones."""
     run_dir.mkdir(parents=True, exist_ok=True)
     write_atomic(run_dir / CONFIG_FILE, yaml.safe_dump(config, sort_keys=False))
-    write_atomic(run_dir / "command.txt", " ".join(command) + "\n")
+    commands = run_dir / "command.txt"
+    earlier = commands.read_text() if resumed and commands.is_file() else ""
+    write_atomic(commands, earlier + " ".join(command) + "\n")
 
 
 def read_config(run_dir: pathlib.Path) -> dict[str, Any]:

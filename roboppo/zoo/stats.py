@@ -88,8 +88,15 @@ def time_to_target(run_dir: pathlib.Path, target: float) -> tuple[int, float] | 
     if reached.size == 0:
         return None
     steps = int(history["timesteps"][reached[0]])
+    seconds = [elapsed for logged, elapsed in timings(run_dir) if logged >= steps]
+    return steps, seconds[0] if seconds else float("nan")
+
+
+def timings(run_dir: pathlib.Path) -> list[tuple[int, float]]:
+    """``(time/total_timesteps, time/time_elapsed)`` of every rollout a run's ``progress.csv`` logged.
+
+    SB3 also writes rows holding evaluation scalars only; they are skipped.
+    """
     with (run_dir / "progress.csv").open() as handle:
-        for row in csv.DictReader(handle):  # SB3 also writes rows of evaluation scalars only: skip them
-            if row.get("time/time_elapsed") and int(float(row["time/total_timesteps"])) >= steps:
-                return steps, float(row["time/time_elapsed"])
-    return steps, float("nan")
+        rows = [row for row in csv.DictReader(handle) if row.get("time/time_elapsed")]
+    return [(int(float(row["time/total_timesteps"])), float(row["time/time_elapsed"])) for row in rows]

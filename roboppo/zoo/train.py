@@ -20,7 +20,7 @@ from stable_baselines3.common.logger import CSVOutputFormat, Logger, make_output
 import roboppo_envs
 from roboppo.common.callbacks import EvalCallback, read_evaluations
 from roboppo.common.env_util import check_env_id, make_env_from_id
-from roboppo.common.files import remove_partials, write_atomic
+from roboppo.common.files import remove_partials
 from roboppo.common.hparams import HparamsError, load_ppo_hparams, parse_overrides
 from roboppo.common.validation import OFF, check_rollout
 from roboppo.ppo import PPO
@@ -43,8 +43,8 @@ TRAIN_DEFAULTS: dict[str, Any] = {
     "eval_episodes": 10,
     "save_freq": 50_000,
 }
-# what --resume takes from the command line; every other flag is fixed by the run's config.yml
-RESUME_FLAGS = ("n_timesteps", "env_threads", "torch_threads", "no_progress_bar")
+# flags a resumed run takes from its config.yml (only --n-timesteps, the thread flags and --no-progress-bar
+# are read from the command line)
 FIXED_BY_RUN = (
     "env",
     "seed",
@@ -137,22 +137,13 @@ def resume(args: argparse.Namespace) -> int:
     if budget != config["n_timesteps"]:
         print(f"Budget of {run_dir} changed from {config['n_timesteps']:,} to {budget:,} env steps")
         config["n_timesteps"] = budget
-    write_atomic(run_dir / "config.yml", _yaml(config))
-    commands = run_dir / "command.txt"
-    earlier = commands.read_text() if commands.is_file() else ""
-    write_atomic(commands, earlier + " ".join(sys.argv) + "\n")
+    write_config(run_dir, config, sys.argv, resumed=True)
     remove_partials(run_dir)
     env_kwargs = apply_threads(config)
     env = make_env_from_id(config["env"], n_envs=config["n_envs"], seed=config["seed"] + 1, env_kwargs=env_kwargs)
     model = PPO.load(checkpoint, env=env, device=config.get("device", "auto"))
     print(f"Resuming {run_dir} from {checkpoint.name} ({model.num_timesteps:,} of {budget:,} steps)")
     return _learn(model, run_dir, config, progress_bar=not args.no_progress_bar)
-
-
-def _yaml(config: dict[str, Any]) -> str:
-    import yaml
-
-    return yaml.safe_dump(config, sort_keys=False)
 
 
 def apply_threads(config: dict[str, Any]) -> dict[str, Any] | None:
