@@ -63,7 +63,7 @@ def target_of(env_id: str) -> float | None:
 
 def run_roboppo(args: argparse.Namespace, env_id: str, seed: int) -> Row:
     """One ``train`` run into ``<out>/runs/<env>/``, evaluated at the end on a fresh env."""
-    from roboppo.zoo.train import train
+    from roboppo.zoo.train import INTERRUPTED, train
 
     hparams = getattr(args, "hparams", None)
     budget = args.n_timesteps or load_ppo_hparams(env_id, hparams).n_timesteps
@@ -78,7 +78,8 @@ def run_roboppo(args: argparse.Namespace, env_id: str, seed: int) -> Row:
     run_dir = finished_run(log_folder, budget)
     if run_dir is None:
         start = time.perf_counter()
-        train(train_args)
+        if train(train_args) == INTERRUPTED:  # Ctrl-C or SIGTERM stops the benchmark, not just this seed
+            raise KeyboardInterrupt
         seconds = time.perf_counter() - start
         (run_dir,) = (path for path in log_folder.iterdir() if path.is_dir())
     else:  # the training time the finished run logged last

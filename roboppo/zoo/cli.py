@@ -35,7 +35,7 @@ from roboppo.zoo.benchmark import DEFAULT_ENVS, benchmark
 from roboppo.zoo.imitate import collect_demos, gail
 from roboppo.zoo.media import plot, record
 from roboppo.zoo.runs import RunFolderError
-from roboppo.zoo.train import evaluate, train
+from roboppo.zoo.train import INTERRUPTED, evaluate, train
 from roboppo.zoo.tune import TuneError, tune
 
 USER_ERRORS = (
@@ -191,6 +191,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except USER_ERRORS as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print(f"interrupted: {args.command} stopped", file=sys.stderr)
+        return INTERRUPTED
 
 
 def entry_point() -> None:

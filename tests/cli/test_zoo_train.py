@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import pathlib
 import re
 
@@ -132,3 +133,22 @@ def test_benchmark_writes_tables_with_intervals_and_plots(tmp_path: pathlib.Path
     assert main([*argv, "--eval-episodes", "2", "--out", str(tmp_path), "--no-sb3"]) == 0  # finished runs reused
     assert sorted((tmp_path / "runs" / ENV).glob("seed*/*")) == runs
     assert [line.split("|")[4] for line in (tmp_path / "benchmark.md").read_text().splitlines()[2:3]] == [" 512 "]
+
+
+def test_an_interrupted_benchmark_stops_instead_of_moving_to_the_next_seed(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import roboppo.zoo.train as zoo_train
+
+    started: list[int] = []
+
+    def interrupted_train(args: argparse.Namespace) -> int:
+        started.append(args.seed)
+        return zoo_train.INTERRUPTED  # what train returns after Ctrl-C, with model.zip saved
+
+    monkeypatch.setattr(zoo_train, "train", interrupted_train)
+    argv = ["benchmark", "--envs", ENV, "--seeds", "3", "--jobs", "1", "--no-sb3", "--out", str(tmp_path)]
+    assert main(argv) == zoo_train.INTERRUPTED
+    assert started == [0]
+    assert "interrupted: benchmark stopped" in capsys.readouterr().err
+    assert not (tmp_path / "benchmark.md").exists()
