@@ -109,6 +109,8 @@ RANGES: dict[str, Range] = {
     "max_steps": AT_LEAST_ONE,
     "fps": AT_LEAST_ONE,
     "threads": AT_LEAST_ONE,
+    "n_demos": AT_LEAST_ONE,
+    "bc_batches": AT_LEAST_ONE,
 }
 
 

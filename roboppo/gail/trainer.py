@@ -1,25 +1,27 @@
 """GAIL on ``imitation``, with roboppo PPO as the generator.
 
-The algorithm is imitation's ``GAIL``; this module only adds what roboppo users need around it:
-a roboppo PPO generator (tanh-Gaussian, in-policy normalization), a reward network with its own
-running input normalization, an absorbing state for episodes that end early (see
-:mod:`roboppo.gail.horizon`),
-TensorBoard logging of discriminator and generator metrics side by side, a progress bar, and
-saving/loading generator and discriminator together.
+The algorithm and its training loop are imitation's ``GAIL``; this module only adds what roboppo
+users need around it: a roboppo PPO generator (tanh-Gaussian, in-policy normalization) whose
+schedules run over the whole GAIL run, a reward network with its own running input normalization,
+the absorbing state of DAC for episodes that end early (:mod:`roboppo.gail.horizon`), TensorBoard
+logging of discriminator and generator metrics side by side, and saving/loading generator and
+discriminator together.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pathlib
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 import torch as th
 from imitation.algorithms.adversarial.gail import GAIL
-from imitation.data import rollout
-from imitation.data.types import TrajectoryWithRew
+from imitation.data import types
+from imitation.data.types import Trajectory, TrajectoryWithRew
 from imitation.data.wrappers import RolloutInfoWrapper
 from imitation.rewards.reward_nets import BasicRewardNet
 from imitation.util import logger as imitation_logger
@@ -28,13 +30,21 @@ from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.type_aliases import Schedule
 from stable_baselines3.common.utils import FloatSchedule
 from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv
-from tqdm.auto import trange
 
 from roboppo.common.env_util import check_env_id
 from roboppo.common.files import atomic_target
 from roboppo.gail.compat import FloatReward
 from roboppo.gail.demos import Demonstrations
-from roboppo.gail.horizon import AbsorbingState
+from roboppo.gail.horizon import (
+    AbsorbingBootstrap,
+    AbsorbingReplayBuffer,
+    AbsorbingRewardNet,
+    absorbing_fraction,
+    absorbing_logit,
+    absorbing_state,
+    expert_transitions,
+    with_indicator,
+)
 from roboppo.ppo import PPO
 
 GENERATOR_FILE = "generator.zip"
@@ -42,12 +52,12 @@ REWARD_NET_FILE = "reward_net.pt"
 
 
 def make_gail_venv(env_id: str, n_envs: int, seed: int) -> VecEnv:
-    """``n_envs`` copies of ``env_id`` with float rewards, an absorbing state, Monitor statistics and rollout info."""
+    """``n_envs`` copies of ``env_id`` with float rewards, Monitor statistics and rollout info."""
     check_env_id(env_id)
 
     def make(index: int) -> Any:
         def thunk() -> gym.Env:
-            env = RolloutInfoWrapper(Monitor(AbsorbingState(FloatReward(gym.make(env_id)))))
+            env = RolloutInfoWrapper(Monitor(FloatReward(gym.make(env_id))))
             env.reset(seed=seed + index)
             return env
 
@@ -61,7 +71,7 @@ class RunSchedule:
 
     imitation calls the generator's ``learn`` once per round, and SB3 measures a schedule's progress
     within one ``learn`` call, so a linear schedule would start over every round. The trainer sets
-    :attr:`remaining` (1 at the start of the run, 0 at its end) instead.
+    :attr:`remaining` (1 at the start of the run, 0 at its end) before every round instead.
     """
 
     def __init__(self, schedule: Schedule) -> None:
@@ -74,10 +84,85 @@ class RunSchedule:
 
 def build_reward_net(
     observation_space: gym.Space, action_space: gym.Space, kwargs: dict[str, Any], spectral_norm: bool
-) -> BasicRewardNet:
-    """imitation's ``BasicRewardNet`` with running input normalization, optionally spectrally normalized."""
-    net = BasicRewardNet(observation_space, action_space, normalize_input_layer=RunningNorm, **kwargs)
-    return add_spectral_norm(net) if spectral_norm else net
+) -> AbsorbingRewardNet:
+    """imitation's ``BasicRewardNet`` with running input normalization (optionally spectrally normalized)
+    for real states, inside an :class:`AbsorbingRewardNet` that reads the absorbing indicator."""
+    if kwargs.get("use_next_state") or kwargs.get("use_done"):
+        raise ValueError(
+            "the absorbing state is implemented for discriminators on the state and the action; "
+            "set reward_use_next_state: false (use_next_state=False) and leave use_done off"
+        )
+    inner = BasicRewardNet(observation_space, action_space, normalize_input_layer=RunningNorm, **kwargs)
+    return AbsorbingRewardNet(add_spectral_norm(inner) if spectral_norm else inner)
+
+
+class AbsorbingGAIL(GAIL):
+    """imitation's GAIL with DAC's absorbing state on the expert's and the generator's side.
+
+    The discriminator reads states with the absorbing indicator (expert batches from
+    :func:`expert_transitions`, generator batches through :class:`AbsorbingReplayBuffer`); its output
+    on the absorbing state is set after every generator round (:func:`absorbing_logit`); the
+    generator's reward is computed on its states with the indicator at 0, and every terminating step
+    gets the absorbing state's value (:class:`AbsorbingBootstrap`).
+    """
+
+    def __init__(
+        self, *, demonstrations: Sequence[Trajectory], venv: VecEnv, gen_algo: PPO, reward_net: AbsorbingRewardNet,
+        **kwargs: Any,
+    ) -> None:  # fmt: skip
+        expert = expert_transitions(demonstrations)
+        super().__init__(
+            demonstrations=expert,
+            venv=venv,
+            gen_algo=gen_algo,
+            reward_net=reward_net,
+            allow_variable_horizon=True,  # made harmless by the absorbing state
+            **kwargs,
+        )
+        assert isinstance(venv.observation_space, gym.spaces.Box) and isinstance(venv.action_space, gym.spaces.Box)
+        self.absorbing_net = reward_net
+        expert_obs = types.assert_not_dictobs(expert.obs)
+        self.expert_absorbing_fraction = absorbing_fraction(int(expert_obs[:, -1].sum()), len(expert_obs))
+        self.generator_buffer = AbsorbingReplayBuffer(
+            self.gen_train_timesteps, venv.observation_space, venv.action_space
+        )
+        self._gen_replay_buffer = self.generator_buffer
+        obs_dim = int(np.prod(venv.observation_space.shape))
+        self.gamma = float(gen_algo.gamma)
+        self.absorbing = absorbing_state(obs_dim, venv.observation_space.dtype)
+        self.absorbing_action = np.zeros(venv.action_space.shape, venv.action_space.dtype)
+        self.venv_wrapped.reward_fn = self.generator_reward  # type: ignore[attr-defined]
+        self.gen_algo.set_env(AbsorbingBootstrap(self.venv_train, self.absorbing_value))
+
+    def train_gen(self, total_timesteps: int | None = None, learn_kwargs: Mapping[str, Any] | None = None) -> None:
+        """imitation's generator round, then the discriminator's output on the absorbing state for the
+        new samples."""
+        super().train_gen(total_timesteps, learn_kwargs)
+        logit = absorbing_logit(self.expert_absorbing_fraction, self.generator_buffer.absorbing_fraction)
+        self.absorbing_net.absorbing_logit.fill_(logit)
+        self.logger.record("disc/absorbing_logit", logit)
+
+    def generator_reward(
+        self, obs: np.ndarray, acts: np.ndarray, next_obs: np.ndarray, dones: np.ndarray
+    ) -> np.ndarray:
+        """The reward the generator trains on: the discriminator's, on its (real) states."""
+        return self.reward_train.predict_processed(with_indicator(obs), acts, with_indicator(next_obs), dones)
+
+    def absorbing_reward(self) -> float:
+        """What the discriminator pays for a step in the absorbing state."""
+        state = self.absorbing[None]
+        return float(
+            self.reward_train.predict_processed(state, self.absorbing_action[None], state, np.array([False]))[0]
+        )
+
+    def absorbing_value(self) -> float:
+        """The discounted return of staying in the absorbing state from the next step on."""
+        return self.gamma * self.absorbing_reward() / (1.0 - self.gamma)
+
+    def _get_log_policy_act_prob(self, obs_th: th.Tensor, acts_th: th.Tensor) -> th.Tensor | None:
+        """None: GAIL's discriminator does not use the policy's probabilities (AIRL's does), and the
+        batches' states carry the indicator, which the policy does not read."""
+        return None
 
 
 def add_spectral_norm(module: BasicRewardNet) -> BasicRewardNet:
@@ -143,8 +228,8 @@ class GAILTrainer:
         self.reward_net = build_reward_net(**self._reward_net_spec)
         formats = ["tensorboard", "csv"] if log_dir is not None else []
         self.logger = imitation_logger.configure(str(log_dir) if log_dir else None, format_strs=formats)
-        self.gail = GAIL(
-            demonstrations=rollout.flatten_trajectories(demonstrations.trajectories),
+        self.gail = AbsorbingGAIL(
+            demonstrations=demonstrations.trajectories,
             demo_batch_size=min(demo_batch_size, demonstrations.n_transitions),
             venv=self.venv,
             gen_algo=self.generator,
@@ -152,7 +237,6 @@ class GAILTrainer:
             n_disc_updates_per_round=n_disc_updates_per_round,
             disc_opt_kwargs={"lr": disc_lr},
             custom_logger=self.logger,
-            allow_variable_horizon=True,  # made harmless by the absorbing state (roboppo.gail.horizon)
         )
 
     @property
@@ -160,18 +244,20 @@ class GAILTrainer:
         return int(self.gail.gen_train_timesteps)
 
     def train(self, total_timesteps: int, progress_bar: bool = False) -> GAILTrainer:
-        """Alternate generator rollouts/updates and discriminator updates for ``total_timesteps`` env steps."""
+        """imitation's ``GAIL.train``: rounds of generator rollouts/updates and discriminator updates, as many
+        as fit in ``total_timesteps`` env steps (at least one round)."""
         rounds = max(total_timesteps // self.steps_per_round, 1)
         first = 0 if self.schedule_timesteps else self.generator.num_timesteps
         horizon = self.schedule_timesteps or rounds * self.steps_per_round
-        for _ in trange(rounds, desc="GAIL rounds", disable=not progress_bar):
+
+        def set_schedules(_round: int | None = None) -> None:
             remaining = max(1.0 - (self.generator.num_timesteps - first) / horizon, 0.0)
             for schedule in self.schedules:
                 schedule.remaining = remaining
-            self.gail.train_gen(self.steps_per_round)
-            for _ in range(self.gail.n_disc_updates_per_round):
-                self.gail.train_disc()
-            self.logger.dump(self.gail._global_step)
+
+        set_schedules()
+        with _progress_bar(progress_bar):
+            self.gail.train(rounds * self.steps_per_round, callback=set_schedules)
         return self
 
     def save(self, folder: str | os.PathLike[str]) -> pathlib.Path:
@@ -188,7 +274,7 @@ class GAILTrainer:
         return target
 
     @staticmethod
-    def load(folder: str | os.PathLike[str]) -> tuple[PPO, BasicRewardNet]:
+    def load(folder: str | os.PathLike[str]) -> tuple[PPO, AbsorbingRewardNet]:
         """The generator and the reward network saved by :meth:`save`."""
         source = pathlib.Path(folder)
         generator = PPO.load(source / GENERATOR_FILE)
@@ -197,6 +283,21 @@ class GAILTrainer:
         reward_net = build_reward_net(**saved)
         reward_net.load_state_dict(state_dict)
         return generator, reward_net
+
+
+@contextlib.contextmanager
+def _progress_bar(shown: bool) -> Iterator[None]:
+    """imitation's round loop always draws a tqdm bar; tqdm reads ``TQDM_DISABLE`` to hide it."""
+    saved = os.environ.get("TQDM_DISABLE")
+    if not shown:
+        os.environ["TQDM_DISABLE"] = "1"
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop("TQDM_DISABLE", None)
+        else:
+            os.environ["TQDM_DISABLE"] = saved
 
 
 def collect_demonstrations(model: PPO, env_id: str, n_episodes: int, seed: int = 0) -> list[TrajectoryWithRew]:

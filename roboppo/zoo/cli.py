@@ -8,7 +8,8 @@
     roboppo-zoo benchmark [--envs ID ...] [--seeds 3] [--out bench/results/zoo]
     roboppo-zoo tune --env RoboHopper-v0 --n-trials 20 [--storage sqlite:///study.db] [--study-name NAME]
     roboppo-zoo collect-demos --model expert.zip --env RoboHopper-v0 --episodes 50 --out demos.npz
-    roboppo-zoo gail --env RoboHopper-v0 --demos demos.npz [--seed 0] [--n-timesteps N] [--log-folder runs]
+    roboppo-zoo bc --env RoboHopper-v0 --demos demos.npz [--n-demos N] [--batches 10000]
+    roboppo-zoo gail --env RoboHopper-v0 --demos demos.npz [--n-demos N] [--init-from-bc] [--n-timesteps N]
 
 Every sub-command is also callable in-process: ``main(["gail", "--env", ...])``. Bad input
 (unknown env id, unreadable demonstrations or hyperparameters, a missing model) ends with a
@@ -32,7 +33,7 @@ from roboppo.common.hparams import HparamsError
 from roboppo.common.validation import flag_type
 from roboppo.gail import DemoError
 from roboppo.zoo.benchmark import DEFAULT_ENVS, benchmark
-from roboppo.zoo.imitate import collect_demos, gail
+from roboppo.zoo.imitate import bc, collect_demos, gail
 from roboppo.zoo.media import plot, record
 from roboppo.zoo.runs import RunFolderError
 from roboppo.zoo.train import INTERRUPTED, evaluate, train
@@ -161,22 +162,40 @@ def build_parser() -> argparse.ArgumentParser:
     demos.add_argument("--seed", type=int, default=0)
     demos.set_defaults(handler=collect_demos)
 
+    cloning = commands.add_parser("bc", help="behaviour cloning from demonstrations (imitation's BC)")
+    add_demo_flags(cloning)
+    cloning.add_argument("--batches", type=flag_type("bc_batches"), default=10_000, help="gradient steps")
+    cloning.set_defaults(handler=bc)
+
     imitate = commands.add_parser("gail", help="imitate demonstrations with GAIL")
-    imitate.add_argument("--env", required=True, help="registered env id")
-    imitate.add_argument("--demos", type=pathlib.Path, required=True, help="demonstrations (.npz, .pkl or folder)")
-    imitate.add_argument("--seed", type=int, default=0)
+    add_demo_flags(imitate)
     imitate.add_argument(
         "--n-timesteps", type=flag_type("n_timesteps"), default=None, help="generator env steps (default: gail.yml)"
     )
-    imitate.add_argument("--log-folder", type=pathlib.Path, default=pathlib.Path("runs"))
-    imitate.add_argument("--hparams", type=pathlib.Path, default=None, help="a gail.yml (default: zoo_hparams/)")
-    imitate.add_argument("--eval-episodes", type=flag_type("eval_episodes"), default=10)
+    imitate.add_argument("--init-from-bc", action="store_true", help="start the generator from behaviour cloning")
     imitate.add_argument(
-        "--allow-env-mismatch", action="store_true", help="accept demonstrations recorded on another env id"
+        "--bc-batches", type=flag_type("bc_batches"), default=10_000, help="BC steps for --init-from-bc"
     )
-    imitate.add_argument("--no-progress-bar", action="store_true")
     imitate.set_defaults(handler=gail)
     return parser
+
+
+def add_demo_flags(command: argparse.ArgumentParser) -> None:
+    """The flags ``bc`` and ``gail`` share: env, demonstrations, seed, folders, evaluation."""
+    command.add_argument("--env", required=True, help="registered env id")
+    command.add_argument("--demos", type=pathlib.Path, required=True, help="demonstrations (.npz, .pkl or folder)")
+    command.add_argument("--n-demos", type=flag_type("n_demos"), default=None, help="use the first N episodes only")
+    command.add_argument(
+        "--clip-demo-actions", action="store_true", help="clip actions outside the env's bounds instead of refusing"
+    )
+    command.add_argument("--seed", type=int, default=0)
+    command.add_argument("--log-folder", type=pathlib.Path, default=pathlib.Path("runs"))
+    command.add_argument("--hparams", type=pathlib.Path, default=None, help="a gail.yml (default: zoo_hparams/)")
+    command.add_argument("--eval-episodes", type=flag_type("eval_episodes"), default=10)
+    command.add_argument(
+        "--allow-env-mismatch", action="store_true", help="accept demonstrations recorded on another env id"
+    )
+    command.add_argument("--no-progress-bar", action="store_true")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,18 +1,21 @@
-"""``roboppo-zoo collect-demos`` and ``gail``."""
+"""``roboppo-zoo collect-demos``, ``bc`` and ``gail``."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 import time
+from typing import Any
 
 import numpy as np
 import yaml
+from imitation.util import logger as imitation_logger
 from stable_baselines3.common.evaluation import evaluate_policy
 
 from roboppo.common.env_util import check_env_id, make_env_from_id
 from roboppo.common.hparams import load_gail_hparams
-from roboppo.gail import GAILTrainer, collect_demonstrations, load_demonstrations, save_demonstrations
+from roboppo.gail import Demonstrations, GAILTrainer, collect_demonstrations, load_demonstrations, save_demonstrations
+from roboppo.gail.bc import reset_action_std, train_bc
 from roboppo.ppo import PPO
 from roboppo.zoo.runs import check_log_folder, write_atomic
 
@@ -32,11 +35,40 @@ def collect_demos(args: argparse.Namespace) -> int:
     return 0
 
 
+def load_demos(args: argparse.Namespace) -> Demonstrations:
+    """The demonstrations named on the command line, with ``--n-demos`` and ``--clip-demo-actions``."""
+    return load_demonstrations(
+        args.demos, args.env, allow_env_mismatch=args.allow_env_mismatch, n_demos=args.n_demos,
+        clip_actions=args.clip_demo_actions,
+    )  # fmt: skip
+
+
+def bc(args: argparse.Namespace) -> int:
+    """Behaviour cloning: fit the policy GAIL would train (the gail.yml entry's) to the demonstrations."""
+    check_env_id(args.env)
+    entry = load_gail_hparams(args.env, args.hparams)
+    demos = load_demos(args)
+    check_log_folder(args.log_folder)
+    run_dir = args.log_folder / f"bc_{args.env}_seed{args.seed}_{time.strftime('%Y%m%d-%H%M%S')}"
+    eval_env = make_env_from_id(args.env, seed=args.seed + 10_000)
+    model = PPO("MlpPolicy", make_env_from_id(args.env, seed=args.seed), seed=args.seed, **entry.ppo_kwargs)
+    print(f"BC on {args.env}: {len(demos.trajectories)} expert episodes, {demos.n_transitions:,} transitions")
+    logger = imitation_logger.configure(str(run_dir), format_strs=["tensorboard", "csv"])
+    train_bc(model, demos, n_batches=args.batches, seed=args.seed, logger=logger, progress_bar=not args.no_progress_bar)
+    model.save(run_dir / "model.zip")
+    config = {"env": args.env, "seed": args.seed, "demos": str(args.demos), "n_demos": len(demos.trajectories),
+              "batches": args.batches, "command": sys.argv}  # fmt: skip
+    write_atomic(run_dir / "config.yml", yaml.safe_dump(config, sort_keys=False))
+    _report(model, eval_env, args.eval_episodes, demos)
+    print(f"run folder: {run_dir} (model.zip loads with roboppo.PPO.load)")
+    return 0
+
+
 def gail(args: argparse.Namespace) -> int:
     """Train a policy by GAIL from demonstrations; write generator, reward net, logs and the resolved config."""
     check_env_id(args.env)
     entry = load_gail_hparams(args.env, args.hparams)
-    demos = load_demonstrations(args.demos, args.env, allow_env_mismatch=args.allow_env_mismatch)
+    demos = load_demos(args)
     check_log_folder(args.log_folder)
     budget = args.n_timesteps or entry.n_timesteps
     run_dir = args.log_folder / f"gail_{args.env}_seed{args.seed}_{time.strftime('%Y%m%d-%H%M%S')}"
@@ -44,16 +76,30 @@ def gail(args: argparse.Namespace) -> int:
         args.env, demos, n_envs=entry.n_envs, seed=args.seed, ppo_kwargs=entry.ppo_kwargs,
         log_dir=run_dir, **entry.trainer_kwargs,
     )  # fmt: skip
-    expert_returns = demos.episode_returns
+    eval_env = make_env_from_id(args.env, seed=args.seed + 10_000)
     print(f"GAIL on {args.env}: {len(demos.trajectories)} expert episodes ({demos.source} format), {budget:,} steps")
+    if args.init_from_bc:
+        generator = trainer.generator
+        train_bc(generator, demos, n_batches=args.bc_batches, seed=args.seed, progress_bar=not args.no_progress_bar)
+        print("behaviour cloning first:", end=" ")
+        _report(generator, eval_env, args.eval_episodes, demos)
+        reset_action_std(generator, generator.policy.log_std_init)  # type: ignore[attr-defined]
     trainer.train(budget, progress_bar=not args.no_progress_bar)
     trainer.save(run_dir)
-    config = {"env": args.env, "seed": args.seed, "demos": str(args.demos), "n_timesteps": budget, "command": sys.argv}
+    config = {"env": args.env, "seed": args.seed, "demos": str(args.demos), "n_demos": len(demos.trajectories),
+              "init_from_bc": args.init_from_bc, "n_timesteps": budget, "command": sys.argv}  # fmt: skip
     write_atomic(run_dir / "config.yml", yaml.safe_dump(config, sort_keys=False))
-    eval_env = make_env_from_id(args.env, seed=args.seed + 10_000)
-    mean_return, std_return = evaluate_policy(trainer.generator, eval_env, n_eval_episodes=args.eval_episodes)
-    print(f"final evaluation: {mean_return:.1f} ± {std_return:.1f} over {args.eval_episodes} deterministic episodes")
-    if expert_returns is not None:
-        print(f"expert return {expert_returns.mean():.1f}: fraction reached {mean_return / expert_returns.mean():.3f}")
+    _report(trainer.generator, eval_env, args.eval_episodes, demos)
     print(f"run folder: {run_dir} (generator.zip loads with roboppo.PPO.load; tensorboard --logdir {args.log_folder})")
     return 0
+
+
+def _report(model: PPO, eval_env: Any, episodes: int, demos: Demonstrations) -> None:
+    mean_return, std_return = evaluate_policy(model, eval_env, n_eval_episodes=episodes)
+    line = f"final evaluation: {mean_return:.1f} ± {std_return:.1f} over {episodes} deterministic episodes"
+    expert_returns = demos.episode_returns
+    if expert_returns is not None:
+        line += (
+            f"; expert return {expert_returns.mean():.1f}: fraction reached {mean_return / expert_returns.mean():.3f}"
+        )
+    print(line)

@@ -6,9 +6,11 @@ import pathlib
 
 import numpy as np
 import pytest
+import yaml
 
 from roboppo import PPO
-from roboppo.gail import load_demonstrations
+from roboppo.gail import collect_demonstrations, load_demonstrations, save_demonstrations
+from roboppo.gail.horizon import with_indicator
 from roboppo.gail.trainer import GAILTrainer
 from roboppo.zoo.cli import main
 
@@ -50,6 +52,51 @@ def test_gail_writes_a_run_folder(
     assert "disc/disc_loss" in header and "gen/rollout/ep_rew_mean" in header
     generator, reward_net = GAILTrainer.load(run_dir)
     assert generator.num_timesteps >= 1024
-    assert np.isfinite(reward_net.predict(np.zeros((1, 4)), np.zeros((1, 1)), np.zeros((1, 4)), np.zeros(1))).all()
+    states = with_indicator(np.zeros((1, 4)))  # the discriminator reads the absorbing indicator too
+    assert np.isfinite(reward_net.predict(states, np.zeros((1, 1)), states, np.zeros(1))).all()
     out = capsys.readouterr().out
     assert "final evaluation:" in out and "fraction reached" in out
+
+
+class LinearExpert:
+    """A deterministic controller with clearly non-zero actions, for BC to copy."""
+
+    def predict(self, obs: np.ndarray, deterministic: bool = True) -> tuple[np.ndarray, None]:
+        obs = np.asarray(obs, np.float32)
+        return np.clip(2.0 * obs[..., 1:2] + 1.0 + 0.5 * obs[..., 3:4], -3, 3), None
+
+
+@pytest.fixture(scope="module")
+def demos_file(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
+    out = tmp_path_factory.mktemp("demos") / "demos.npz"
+    episodes = collect_demonstrations(LinearExpert(), ENV, n_episodes=6)  # type: ignore[arg-type]
+    save_demonstrations(out, episodes, ENV)
+    return out
+
+
+def test_bc_clones_the_experts_actions(
+    demos_file: pathlib.Path, tmp_path: pathlib.Path, capsys: pytest.CaptureFixture
+) -> None:
+    argv = ["bc", "--env", ENV, "--demos", str(demos_file), "--n-demos", "4", "--batches", "1500"]
+    assert main([*argv, "--log-folder", str(tmp_path), "--eval-episodes", "2", "--no-progress-bar"]) == 0
+    (run_dir,) = tmp_path.iterdir()
+    assert run_dir.name.startswith(f"bc_{ENV}_seed0_") and (run_dir / "progress.csv").is_file()
+    assert yaml.safe_load((run_dir / "config.yml").read_text())["n_demos"] == 4
+    states = np.concatenate([t.obs for t in load_demonstrations(demos_file, ENV).trajectories])
+    expert = LinearExpert().predict(states)[0]
+    clone = PPO.load(run_dir / "model.zip").predict(states, deterministic=True)[0]
+    untrained = PPO("MlpPolicy", ENV, seed=1).predict(states, deterministic=True)[0]
+    assert np.abs(clone - expert).mean() < 0.2 * np.abs(untrained - expert).mean()
+    assert "fraction reached" in capsys.readouterr().out
+
+
+def test_gail_can_start_from_behaviour_cloning(
+    demos_file: pathlib.Path, tmp_path: pathlib.Path, capsys: pytest.CaptureFixture
+) -> None:
+    argv = ["gail", "--env", ENV, "--demos", str(demos_file), "--n-timesteps", "512", "--init-from-bc"]
+    argv += ["--bc-batches", "300", "--log-folder", str(tmp_path), "--eval-episodes", "2", "--no-progress-bar"]
+    assert main(argv) == 0
+    (run_dir,) = tmp_path.iterdir()
+    assert yaml.safe_load((run_dir / "config.yml").read_text())["init_from_bc"] is True
+    out = capsys.readouterr().out
+    assert out.index("behaviour cloning first: final evaluation") < out.rindex("final evaluation")

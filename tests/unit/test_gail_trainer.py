@@ -11,6 +11,7 @@ import torch as th
 from roboppo.common.hparams import LinearSchedule
 from roboppo.gail import GAILTrainer, load_demonstrations, save_demonstrations
 from roboppo.gail.demos import Demonstrations
+from roboppo.gail.horizon import AbsorbingBootstrap, absorbing_state, with_indicator
 from roboppo.gail.trainer import collect_demonstrations
 
 ENV = "RoboInvertedPendulum-v0"
@@ -41,9 +42,10 @@ def trainer(demos: Demonstrations) -> GAILTrainer:
 
 
 def batch(n: int = 16) -> tuple[np.ndarray, ...]:
+    """Discriminator inputs: pendulum states with the absorbing indicator column."""
     rng = np.random.default_rng(0)
-    obs = rng.normal(size=(n, 4)).astype(np.float32)
-    return obs, rng.uniform(-3, 3, size=(n, 1)).astype(np.float32), obs + 0.1, np.zeros(n, bool)
+    obs = with_indicator(rng.normal(size=(n, 4)).astype(np.float32))
+    return obs, rng.uniform(-3, 3, size=(n, 1)).astype(np.float32), obs, np.zeros(n, bool)
 
 
 def test_spectral_norm_bounds_every_layer(trainer: GAILTrainer) -> None:
@@ -59,7 +61,7 @@ def test_save_and_load_keep_the_spectrally_normalized_reward_net(trainer: GAILTr
     reward_net.eval()
     trainer.reward_net.eval()
     np.testing.assert_allclose(reward_net.predict(*batch()), trainer.reward_net.predict(*batch()), rtol=1e-5)
-    obs = batch()[0]
+    obs = batch()[0][:, :4]  # the policy reads the env's observations, without the indicator
     actions = generator.predict(obs, deterministic=True)[0]
     np.testing.assert_allclose(actions, trainer.generator.predict(obs, deterministic=True)[0])
 
@@ -80,3 +82,19 @@ def test_generator_schedules_run_over_the_whole_gail_run(demos: Demonstrations, 
             trainer.train(256)  # chunks of one run: the last round starts at 448 of 1,024
         assert optimizer.param_groups[0]["lr"] == pytest.approx(1e-3 * (1 - 448 / 1024))
         assert trainer.generator.clip_range(1.0) == pytest.approx(0.2)  # constant stays constant
+
+
+def test_the_generator_trains_through_the_absorbing_state(trainer: GAILTrainer) -> None:
+    """Falling pendulums fill the discriminator's generator batches with absorbing samples; its output
+    there is the log-ratio of the two sides' absorbing frequencies, and the generator's env adds the
+    absorbing state's value at every termination."""
+    samples = trainer.gail.generator_buffer.sample(2000)
+    assert samples.obs.shape[1] == 5 and 0 < samples.obs[:, -1].sum() < len(samples.obs)
+    assert isinstance(trainer.generator.get_env(), AbsorbingBootstrap)
+    expected = np.log(trainer.gail.expert_absorbing_fraction) - np.log(trainer.gail.generator_buffer.absorbing_fraction)
+    assert trainer.reward_net.absorbing_logit.item() == pytest.approx(expected, rel=1e-5)
+    state = absorbing_state(4)[None]
+    reward = trainer.gail.reward_train.predict_processed(state, np.zeros((1, 1), np.float32), state, np.array([False]))
+    assert reward[0] == pytest.approx(np.log1p(np.exp(expected)), rel=1e-4)  # GAIL's reward -log(1 - D)
+    gamma = trainer.generator.gamma
+    assert trainer.gail.absorbing_value() == pytest.approx(gamma * float(reward[0]) / (1 - gamma), rel=1e-6)
