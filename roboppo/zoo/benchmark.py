@@ -20,10 +20,12 @@ import argparse
 import concurrent.futures
 import dataclasses
 import multiprocessing
+import os
 import pathlib
 import shutil
 import statistics
 import sys
+import threading
 import time
 
 import gymnasium as gym
@@ -128,9 +130,22 @@ def roboppo_rows(args: argparse.Namespace, env_id: str) -> list[Row]:
     if args.jobs == 1:
         return [_announce(run_roboppo(args, env_id, seed)) for seed in seeds]
     context = multiprocessing.get_context("spawn")  # JAX and MuJoCo's threads do not survive a fork
-    with concurrent.futures.ProcessPoolExecutor(args.jobs, mp_context=context) as pool:
+    watch = {"initializer": exit_with_parent, "initargs": (os.getpid(),)}  # no orphans if the benchmark is killed
+    with concurrent.futures.ProcessPoolExecutor(args.jobs, mp_context=context, **watch) as pool:  # type: ignore[call-overload]
         futures = [pool.submit(_quiet_run_roboppo, args, env_id, seed) for seed in seeds]
         return [_announce(future.result()) for future in futures]
+
+
+def exit_with_parent(parent: int, period: float = 2.0) -> None:
+    """In a worker: end this process once the benchmark that started it is gone (killed, not just
+    interrupted), instead of training on unseen."""
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(period)
+        os._exit(1)
+
+    threading.Thread(target=watch, daemon=True).start()
 
 
 def _announce(row: Row) -> Row:

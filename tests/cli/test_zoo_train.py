@@ -5,6 +5,9 @@ from __future__ import annotations
 import argparse
 import pathlib
 import re
+import subprocess
+import sys
+import time
 
 import imageio.v2 as imageio
 import numpy as np
@@ -152,3 +155,29 @@ def test_an_interrupted_benchmark_stops_instead_of_moving_to_the_next_seed(
     assert started == [0]
     assert "interrupted: benchmark stopped" in capsys.readouterr().err
     assert not (tmp_path / "benchmark.md").exists()
+
+
+def test_benchmark_workers_end_when_the_benchmark_is_killed(tmp_path: pathlib.Path) -> None:
+    """A worker whose benchmark died (SIGKILL, or SIGTERM to the parent alone) stops instead of training on."""
+    script = tmp_path / "parent.py"
+    script.write_text(
+        "import concurrent.futures, multiprocessing, os, time\n"
+        "from roboppo.zoo.benchmark import exit_with_parent\n"
+        "if __name__ == '__main__':\n"
+        "    pool = concurrent.futures.ProcessPoolExecutor(1, mp_context=multiprocessing.get_context('spawn'),\n"
+        "        initializer=exit_with_parent, initargs=(os.getpid(), 0.1))\n"
+        "    pool.submit(time.sleep, 0).result()\n"
+        "    print(*pool._processes, flush=True)\n"
+        "    pool.submit(time.sleep, 60)\n"
+        "    os._exit(0)\n"
+    )
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60, check=True)
+    (worker,) = (int(pid) for pid in done.stdout.split())
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and pathlib.Path(f"/proc/{worker}").exists():
+        state = pathlib.Path(f"/proc/{worker}/stat").read_text().split(") ")[-1][:1]
+        if state == "Z":  # exited, not yet reaped by init
+            break
+        time.sleep(0.2)
+    else:
+        assert not pathlib.Path(f"/proc/{worker}").exists(), "the worker outlived its benchmark by 20 s"

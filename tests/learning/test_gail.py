@@ -47,8 +47,9 @@ def gail_best_return(demos_path: pathlib.Path, seed: int) -> tuple[float, int]:
     return best, trainer.generator.num_timesteps
 
 
-def test_gail_pendulum_reaches_950_within_30k_steps_on_two_of_three_seeds(expert_demos: pathlib.Path) -> None:
-    """Two of three seeds, as measured: about one run in four never gets off the ground (README, GAIL)."""
+def test_gail_pendulum_reaches_950_within_30k_steps_on_every_seed(expert_demos: pathlib.Path) -> None:
+    """Every seed, as measured over 10 (README, Imitation): the absorbing state keeps the generator from
+    learning to fall."""
     results = {seed: gail_best_return(expert_demos, seed) for seed in (0, 1, 2)}
-    solved = [seed for seed, (best, _) in results.items() if best >= 950]
-    assert len(solved) >= 2, f"GAIL (best return, generator steps) per seed: {results}"
+    unsolved = [seed for seed, (best, _) in results.items() if best < 950]
+    assert not unsolved, f"GAIL (best return, generator steps) per seed: {results}"
