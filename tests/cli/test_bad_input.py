@@ -24,6 +24,10 @@ CASES: list[tuple[list[str], str]] = [
     (["eval", "--run", "."], "is not a roboppo run folder"),
     (["gail", "--env", "Nope-v0", "--demos", "x.npz"], "unknown environment id 'Nope-v0'"),
     (["gail", "--env", ENV, "--demos", "missing.npz"], "missing.npz: demonstration file not found"),
+    (["bc", "--env", "Nope-v0", "--demos", "x.npz"], "unknown environment id 'Nope-v0'"),
+    (["bc", "--env", ENV, "--demos", "missing.npz"], "missing.npz: demonstration file not found"),
+    (["bc", "--env", ENV, "--demos", "d.npz", "--n-demos", "0"], "argument --n-demos: 0 is out of range"),
+    (["gail", "--env", ENV, "--demos", "d.npz", "--bc-batches", "0"], "argument --bc-batches: 0 is out of range"),
     (["collect-demos", "--model", "nothing.zip", "--env", ENV, "--out", "d.npz"], "model file not found"),
     (["fly"], "invalid choice: 'fly'"),
     # -p overrides: syntax, names, types
@@ -125,6 +129,16 @@ def demos_file(folder: pathlib.Path, recorded_on: str) -> pathlib.Path:
     path = folder / "demos.npz"
     save_demonstrations(path, episodes, recorded_on)
     return path
+
+
+def test_more_demonstrations_than_the_file_holds_are_refused(
+    tmp_path: pathlib.Path, capsys: pytest.CaptureFixture
+) -> None:
+    path = demos_file(tmp_path, ENV)
+    argv = ["bc", "--env", ENV, "--demos", str(path), "--n-demos", "3", "--log-folder", str(tmp_path / "runs")]
+    assert run(argv) == 2
+    assert "n_demos=3, but the file holds 2 episodes" in capsys.readouterr().err
+    assert not (tmp_path / "runs").exists()
 
 
 def test_demonstrations_of_another_env_are_refused_unless_allowed(
