@@ -8,7 +8,7 @@ from stable_baselines3.common.evaluation import evaluate_policy
 from roboppo import PPO
 from roboppo.common.env_util import make_env_from_id
 
-SEED = 102  # 3,377 in bench/results/zoo-hopper-10seeds/ (the same run: same seed, same evaluation env)
+SEED = 136  # 3,737 in bench/results/zoo-hopper-gamma-10seeds/ (same seed, same evaluation env)
 
 
 @pytest.mark.slow
