@@ -38,7 +38,8 @@ def run_seed(args: argparse.Namespace, seed: int, expert_return: float) -> dict[
     demos = load_demonstrations(args.demos, args.env, n_demos=args.n_demos)
     budget = args.n_timesteps or entry.n_timesteps
     trainer = GAILTrainer(
-        args.env, demos, n_envs=entry.n_envs, seed=seed, ppo_kwargs=entry.ppo_kwargs, schedule_timesteps=budget,
+        args.env, demos, n_envs=entry.n_envs, seed=seed, ppo_kwargs=entry.ppo_kwargs,
+        schedule_timesteps=args.schedule_timesteps or budget,
         **entry.trainer_kwargs,
     )  # fmt: skip
     eval_env = make_env_from_id(args.env, seed=10_000 + seed)
@@ -107,6 +108,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--demos", type=pathlib.Path, required=True)
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--n-timesteps", type=int, default=None, help="default: the gail.yml entry's")
+    parser.add_argument(
+        "--schedule-timesteps",
+        type=int,
+        default=None,
+        help="steps over which the generator's schedules run (default: the budget)",
+    )
     parser.add_argument("--eval-every", type=int, default=5_000)
     parser.add_argument("--eval-episodes", type=int, default=10)
     parser.add_argument("--target", type=float, default=0.95, help="fraction of the expert's return")
