@@ -70,7 +70,7 @@ def run_seed(args: argparse.Namespace, seed: int, expert_return: float) -> dict[
     if args.out is not None:
         trainer.save(pathlib.Path("runs/gail_curve") / f"{args.env}_seed{seed}")
     return {"reached": reached, "best": best, "final": final, "steps": trainer.generator.num_timesteps,
-            "seconds": time.perf_counter() - start, "curve": curve, "bc": cloned}  # fmt: skip
+            "seconds": time.perf_counter() - start, "curve": curve, "bc": cloned, "seed": seed}  # fmt: skip
 
 
 def plot(results: list[dict[str, Any]], expert: float, title: str, path: pathlib.Path) -> None:
@@ -80,7 +80,8 @@ def plot(results: list[dict[str, Any]], expert: float, title: str, path: pathlib
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6, 4))
-    for seed, result in enumerate(results):
+    for result in results:
+        seed = result["seed"]
         steps, returns = zip(*result["curve"], strict=True)
         ax.plot(steps, returns, marker=".", label=f"seed {seed}")
     ax.axhline(expert, color="black", linestyle="--", label="expert")
@@ -107,6 +108,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--env", required=True)
     parser.add_argument("--demos", type=pathlib.Path, required=True)
     parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--first-seed", type=int, default=0, help="seeds are first-seed, first-seed + 1, ...")
     parser.add_argument("--n-timesteps", type=int, default=None, help="default: the gail.yml entry's")
     parser.add_argument(
         "--schedule-timesteps",
@@ -127,7 +129,8 @@ def main(argv: list[str] | None = None) -> None:
     assert returns is not None, "the demonstrations carry no rewards, so there is no expert return to compare with"
     expert = float(returns.mean())
     with multiprocessing.get_context("spawn").Pool(args.jobs) as pool:
-        rows = pool.starmap(run_seed, [(args, seed, expert) for seed in range(args.seeds)])
+        seeds = list(range(args.first_seed, args.first_seed + args.seeds))
+        rows = pool.starmap(run_seed, [(args, seed, expert) for seed in seeds])
     finals = np.array([r["final"] for r in rows])
     bc_column = " BC return (fraction) |" if args.bc_batches else ""
     lines = [
@@ -137,7 +140,7 @@ def main(argv: list[str] | None = None) -> None:
         f"| seed |{bc_column} GAIL steps to {args.target:.0%} of expert | best return | final return (fraction) "
         "| steps | seconds |",
         "|---:|" + "---:|" * (6 if args.bc_batches else 5),
-        *(row(seed, r, expert) for seed, r in enumerate(rows)),
+        *(row(seed, r, expert) for seed, r in zip(seeds, rows, strict=True)),
         "",
         f"Final return over seeds: {finals.mean():,.1f} ± {finals.std():,.1f} "
         f"({finals.mean() / expert:.3f} of the expert's return).",
