@@ -87,6 +87,22 @@ def test_record_writes_a_playable_video(run_dir: pathlib.Path, tmp_path: pathlib
     assert [p.name for p in tmp_path.iterdir()] == ["video.mp4"]
 
 
+def test_record_writes_a_looping_gif_with_delays_browsers_play(run_dir: pathlib.Path, tmp_path: pathlib.Path) -> None:
+    from PIL import Image
+
+    out = tmp_path / "video.gif"
+    assert main(["record", "--run", str(run_dir), "--out", str(out), "--max-steps", "40", "--fps", "125"]) == 0
+    with Image.open(out) as gif:
+        assert gif.info["loop"] == 0  # loops forever
+        assert gif.info["duration"] == 30  # every 4th of the 125 fps frames: 32 ms, written as 3 cs
+        frames = gif.n_frames
+    with imageio.get_reader(tmp_path / "video.gif") as reader:
+        assert reader.get_data(0).std() > 1.0
+    mp4 = tmp_path / "video.mp4"
+    assert main(["record", "--run", str(run_dir), "--out", str(mp4), "--max-steps", "40", "--fps", "125"]) == 0
+    assert frames == -(-imageio.get_reader(mp4).count_frames() // 4)  # the same episode, every 4th frame
+
+
 def test_plot_writes_a_png(run_dir: pathlib.Path, tmp_path: pathlib.Path) -> None:
     out = tmp_path / "curves.png"
     assert main(["plot", str(run_dir), str(run_dir), "--out", str(out)]) == 0
