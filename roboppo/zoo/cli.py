@@ -27,6 +27,7 @@ from typing import NoReturn
 
 os.environ.setdefault("MUJOCO_GL", "egl")  # off-screen rendering for `record`; read when mujoco loads
 
+import roboppo
 from roboppo.common.callbacks import EvaluationHistoryError
 from roboppo.common.errors import ModelLoadError, UnknownEnvError
 from roboppo.common.hparams import HparamsError
@@ -57,6 +58,7 @@ class Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(prog="roboppo-zoo", description="Train, imitate and evaluate robot controllers.")
+    parser.add_argument("--version", action="version", version=f"roboppo-zoo {roboppo.__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     fit = commands.add_parser("train", help="train PPO with the zoo's settings into a run folder")

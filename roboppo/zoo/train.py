@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import math
 import pathlib
 import signal
 import sys
@@ -175,7 +176,7 @@ def _learn(model: PPO, run_dir: pathlib.Path, config: dict[str, Any], progress_b
     with _stop_on_signals() as stopper:
         model.learn(remaining, callback=[stopper, *callbacks], progress_bar=progress_bar, reset_num_timesteps=False)
     model.save(run_dir / "model.zip")
-    best = "" if evaluation is None else f"; best evaluation {evaluation.best_mean_reward:.1f}"
+    best = _best_evaluation(evaluation)
     if stopper.received is not None:
         print(
             f"Interrupted: {config['env']} at {model.num_timesteps:,} of {config['n_timesteps']:,} steps{best}; "
@@ -207,6 +208,14 @@ def _evaluation(model: PPO, run_dir: pathlib.Path, config: dict[str, Any]) -> Ev
             "Removed best_model.zip (its evaluation was dropped); the next evaluation that beats the kept ones saves it"
         )
     return evaluation
+
+
+def _best_evaluation(evaluation: EvalCallback | None) -> str:
+    if evaluation is None:
+        return ""
+    if not math.isfinite(evaluation.best_mean_reward):
+        return "; no evaluation ran (the budget ended before --eval-freq steps)"
+    return f"; best evaluation {evaluation.best_mean_reward:.1f}"
 
 
 class StopOnSignal(BaseCallback):

@@ -197,3 +197,19 @@ def test_benchmark_workers_end_when_the_benchmark_is_killed(tmp_path: pathlib.Pa
         time.sleep(0.2)
     else:
         assert not pathlib.Path(f"/proc/{worker}").exists(), "the worker outlived its benchmark by 20 s"
+
+
+def test_a_run_shorter_than_one_evaluation_says_so(tmp_path: pathlib.Path, capsys: pytest.CaptureFixture) -> None:
+    argv = ["train", "--env", ENV, "--log-folder", str(tmp_path), "--n-timesteps", "256", "--eval-freq", "100000"]
+    assert main([*argv, "-p", "n_steps=64", "--no-progress-bar"]) == 0
+    out = capsys.readouterr().out
+    assert "no evaluation ran (the budget ended before --eval-freq steps)" in out and "-inf" not in out
+
+
+def test_version(capsys: pytest.CaptureFixture) -> None:
+    import roboppo
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--version"])
+    assert exit_info.value.code == 0
+    assert capsys.readouterr().out.strip() == f"roboppo-zoo {roboppo.__version__}"
