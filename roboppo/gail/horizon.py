@@ -35,7 +35,7 @@ env's observations, so the trained generator runs on the plain env.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import gymnasium as gym
@@ -100,11 +100,16 @@ def expert_transitions(trajectories: Sequence[types.Trajectory]) -> types.Transi
     return add_absorbing(flat, np.asarray(flat.dones, bool))
 
 
+def terminations(dones: np.ndarray, infos: Sequence[dict[str, Any]] | np.ndarray) -> np.ndarray:
+    """Which ends terminated: done, and not by the time limit (SB3's ``TimeLimit.truncated`` info key)."""
+    truncated = np.array([bool(info.get("TimeLimit.truncated", False)) for info in infos], dtype=bool)
+    return np.asarray(dones, bool) & ~truncated
+
+
 def generator_terminations(transitions: types.Transitions) -> np.ndarray:
-    """Which generator transitions terminated: done, and not by the time limit (SB3's info key)."""
+    """Which generator transitions terminated (:func:`terminations` of their dones and infos)."""
     infos = transitions.infos if transitions.infos is not None else [{}] * len(transitions.dones)
-    truncated = np.array([bool(info.get("TimeLimit.truncated", False)) for info in infos])
-    return np.asarray(transitions.dones, bool) & ~truncated
+    return terminations(transitions.dones, infos)
 
 
 class AbsorbingReplayBuffer(buffer.ReplayBuffer):
@@ -126,29 +131,29 @@ class AbsorbingReplayBuffer(buffer.ReplayBuffer):
         """Store one round's samples; :attr:`absorbing_fraction` is then theirs."""
         terminated = generator_terminations(transitions)
         super().store(add_absorbing(transitions, terminated), truncate_ok=truncate_ok)
-        self.absorbing_fraction = absorbing_fraction(int(terminated.sum()), len(terminated) + int(terminated.sum()))
+        count = int(terminated.sum())
+        self.absorbing_fraction = absorbing_fraction(count, len(terminated) + count)
 
 
 class AbsorbingBootstrap(VecEnvWrapper):
     """Adds the absorbing state's discounted value to the reward of every terminating step.
 
-    :param absorbing_value: returns ``gamma * r_abs / (1 - gamma)`` for the current discriminator.
+    :param value: ``gamma * r_abs / (1 - gamma)`` for the current discriminator; its owner sets
+        :attr:`value` again whenever the absorbing reward changes (once per GAIL round).
     """
 
-    def __init__(self, venv: VecEnv, absorbing_value: Callable[[], float]) -> None:
+    def __init__(self, venv: VecEnv, value: float) -> None:
         super().__init__(venv)
-        self.absorbing_value = absorbing_value
+        self.value = value
 
     def reset(self) -> Any:
         return self.venv.reset()
 
     def step_wait(self) -> VecEnvStepReturn:
         obs, rewards, dones, infos = self.venv.step_wait()
-        terminated = np.array(
-            [done and not info.get("TimeLimit.truncated", False) for done, info in zip(dones, infos, strict=True)]
-        )
+        terminated = terminations(dones, infos)
         if terminated.any():
-            rewards = np.where(terminated, rewards + self.absorbing_value(), rewards)
+            rewards = np.where(terminated, rewards + self.value, rewards)
         return obs, rewards, dones, infos
 
 

@@ -132,14 +132,16 @@ class AbsorbingGAIL(GAIL):
         self.absorbing = absorbing_state(obs_dim, venv.observation_space.dtype)
         self.absorbing_action = np.zeros(venv.action_space.shape, venv.action_space.dtype)
         self.venv_wrapped.reward_fn = self.generator_reward  # type: ignore[attr-defined]
-        self.gen_algo.set_env(AbsorbingBootstrap(self.venv_train, self.absorbing_value))
+        self.bootstrap = AbsorbingBootstrap(self.venv_train, self.absorbing_value())
+        self.gen_algo.set_env(self.bootstrap)
 
     def train_gen(self, total_timesteps: int | None = None, learn_kwargs: Mapping[str, Any] | None = None) -> None:
         """imitation's generator round, then the discriminator's output on the absorbing state for the
-        new samples."""
+        new samples, and the generator's bootstrap from it (the only place the absorbing reward changes)."""
         super().train_gen(total_timesteps, learn_kwargs)
         logit = absorbing_logit(self.expert_absorbing_fraction, self.generator_buffer.absorbing_fraction)
         self.absorbing_net.absorbing_logit.fill_(logit)
+        self.bootstrap.value = self.absorbing_value()
         self.logger.record("disc/absorbing_logit", logit)
 
     def generator_reward(

@@ -85,7 +85,7 @@ class EndsAt(gym.Env):
 
 
 def test_the_bootstrap_adds_the_absorbing_value_to_terminating_steps_only() -> None:
-    venv = AbsorbingBootstrap(DummyVecEnv([lambda: EndsAt(False), lambda: EndsAt(True)]), lambda: 42.0)
+    venv = AbsorbingBootstrap(DummyVecEnv([lambda: EndsAt(False), lambda: EndsAt(True)]), 42.0)
     venv.reset()
     rewards = [venv.step(np.zeros((2, 1), np.float32))[1] for _ in range(3)]
     np.testing.assert_array_equal(rewards, [[1, 1], [1, 1], [43, 1]])

@@ -98,3 +98,4 @@ def test_the_generator_trains_through_the_absorbing_state(trainer: GAILTrainer) 
     assert reward[0] == pytest.approx(np.log1p(np.exp(expected)), rel=1e-4)  # GAIL's reward -log(1 - D)
     gamma = trainer.generator.gamma
     assert trainer.gail.absorbing_value() == pytest.approx(gamma * float(reward[0]) / (1 - gamma), rel=1e-6)
+    assert trainer.gail.bootstrap.value == pytest.approx(trainer.gail.absorbing_value(), rel=1e-6)  # up to date
