@@ -1,45 +1,54 @@
-"""Training speed on the CPU: the physics limit, roboppo PPO and stock SB3 PPO, side by side.
+"""Training speed on the CPU: roboppo beside EnvPool, SBX and stock SB3, in one script.
 
-For each env and minibatch size, one run of this script measures, in a fresh child process each
-(so that peak memory is per system):
+Tables (16 envs, 2 env threads, torch on one thread in every system):
 
-(a) physics limit: ``gym.make_vec(id, num_envs=N)`` (roboppo's batched MuJoCo env) stepped with
-    zero actions, no policy;
-(b) roboppo PPO end to end (``PPO("MlpPolicy", id, n_envs=N)``: batched env behind SB3's VecEnv
-    interface, every epoch and minibatch of a rollout trained in one compiled JAX call);
-(b') the same with ``train_backend="torch"`` (the PyTorch training loop), to show what the
-    compiled update contributes;
-(c) stock Stable-Baselines3 PPO, ``MlpPolicy`` on the Gymnasium v5 env in a ``DummyVecEnv`` of N
-    ``Monitor``-wrapped copies, same hyperparameters;
-(d) where (b)'s time goes: env stepping, policy inference and rollout bookkeeping, training.
+1. **Env stepping**, random actions, no policy: EnvPool's ``Hopper-v5`` (C++ thread pool),
+   roboppo's batched ``RoboHopper-v0`` and Gymnasium's ``SyncVectorEnv`` of ``Hopper-v5``, all in
+   one child process, interleaved; each the best of ``--repeats``.
+2. **PPO end to end** at each minibatch size, each system in a fresh child process (own peak
+   memory), interleaved repeats, best kept: roboppo (every epoch and minibatch of a rollout in
+   one compiled JAX call), roboppo with ``train_backend="torch"``, SBX (SB3 in JAX) and stock
+   SB3 (``DummyVecEnv`` of ``Monitor``-wrapped Gymnasium v5 envs), same hyperparameters (SB3's
+   defaults with 128 steps per env, ``--epochs`` epochs). One rollout warms up, ``--rollouts``
+   are timed; roboppo's time is split into env stepping, inference and bookkeeping, training.
+3. ``--whole-run``: ``learn(32_768)`` as whole processes (imports, model construction, JAX's
+   import and compilation included) at minibatch 64, 256 and 512, 5 epochs: roboppo with an
+   empty compilation cache, then again with the cache the first run filled, SBX and stock SB3;
+   time to the first env step and wall time.
+4. ``--scaling``: env and roboppo PPO over 1 and 2 threads and 8 to 64 envs;
+   ``--memory-steps N``: roboppo's resident memory sampled after every rollout of an N-step run.
 
-Every system runs one rollout to warm up, then ``--rollouts`` timed rollouts (collection and
-training). Torch uses one thread in every system (faster than two for these small networks).
-``--repeats N`` runs each PPO system N times, interleaved, and keeps the best.
-``--scaling`` adds (a) and (b) over 1 and 2 threads and 8 to 64 envs; ``--memory-steps`` trains
-(b) for that many steps and samples the resident memory after every rollout.
+EnvPool and SBX are optional (``pip install 'roboppo[bench]'``); a missing one is reported as such.
 
-    python bench/fast_cpu.py --repeats 3 --out bench/results/fast_cpu.md      # README table
+    python bench/fast_cpu.py --repeats 3 --whole-run --out bench/results/fast_cpu.md
     python bench/fast_cpu.py --envs RoboHopper-v0 --batch-sizes 64 --rollouts 2
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import multiprocessing
+import os
 import pathlib
 import resource
+import subprocess
+import sys
+import tempfile
 import time
 from typing import Any
 
 from _report import publish
 
 TWINS = {"RoboHopper-v0": "Hopper-v5", "RoboInvertedDoublePendulum-v0": "InvertedDoublePendulum-v5"}
+PPO_SYSTEMS = ("roboppo", "roboppo-torch", "sbx", "sb3")
+ENV_SYSTEMS = ("envpool", "roboppo", "gymnasium")
+WHOLE_RUN_STEPS = 32_768
 
 
-def hparams(batch_size: int) -> dict[str, Any]:
-    """The PPO settings (b) and (c) share: 128 steps per env and rollout, 10 epochs."""
-    return {"n_steps": 128, "batch_size": batch_size, "n_epochs": 10, "learning_rate": 3e-4, "device": "cpu"}
+def hparams(batch_size: int, n_epochs: int) -> dict[str, Any]:
+    """The PPO settings every system shares: 128 steps per env and rollout, SB3's other defaults."""
+    return {"n_steps": 128, "batch_size": batch_size, "n_epochs": n_epochs, "learning_rate": 3e-4}
 
 
 def peak_rss_mb() -> float:
@@ -52,21 +61,84 @@ def current_rss_mb() -> float:
     return pages * resource.getpagesize() / 2**20
 
 
-def physics(env_id: str, n_envs: int, threads: int | None, seconds: float = 3.0) -> dict[str, float]:
-    """(a): vector steps per second of the batched env under zero actions."""
+def missing(system: str) -> str | None:
+    """Why an optional peer cannot run here, or None."""
+    module = {"envpool": "envpool", "sbx": "sbx"}.get(system)
+    if module is None:
+        return None
+    try:
+        __import__(module)
+    except ImportError:
+        return "not installed"
+    return None
+
+
+# -- env stepping ---------------------------------------------------------------------------------
+
+
+def make_env(system: str, env_id: str, n_envs: int, threads: int) -> Any:
     import gymnasium as gym
-    import numpy as np
 
     import roboppo_envs  # noqa: F401  (registers the ids)
 
-    envs = gym.make_vec(env_id, num_envs=n_envs, num_threads=threads)
-    envs.reset(seed=0)
-    actions = np.zeros(envs.action_space.shape, dtype=np.float32)
-    steps, start = 0, time.perf_counter()
-    while time.perf_counter() - start < seconds:
-        envs.step(actions)
-        steps += n_envs
-    return {"sps": steps / (time.perf_counter() - start), "peak_mb": peak_rss_mb()}
+    if system == "envpool":
+        import envpool
+
+        return envpool.make(TWINS[env_id], env_type="gymnasium", num_envs=n_envs, num_threads=threads, seed=0)
+    if system == "gymnasium":
+        return gym.make_vec(TWINS[env_id], num_envs=n_envs, vectorization_mode="sync")
+    return gym.make_vec(env_id, num_envs=n_envs, num_threads=threads)
+
+
+def env_rates(env_id: str, n_envs: int, threads: int, systems: tuple[str, ...], repeats: int) -> dict[str, float]:
+    """Env steps per second of each system under uniform random actions, best of ``repeats`` interleaved runs."""
+    import warnings
+
+    import numpy as np
+
+    warnings.filterwarnings("ignore", message=".*EnvPool seeds.*")
+    envs = {system: make_env(system, env_id, n_envs, threads) for system in systems}
+    rng = np.random.default_rng(0)
+    first = next(iter(envs.values()))
+    space = first.single_action_space if hasattr(first, "single_action_space") else first.action_space
+    actions = [rng.uniform(space.low, space.high, (n_envs, *space.shape)).astype(np.float32) for _ in range(64)]
+    best = dict.fromkeys(systems, 0.0)
+    for env in envs.values():
+        env.reset()
+    for _ in range(repeats):
+        for system, env in envs.items():
+            steps, start = 0, time.perf_counter()
+            while time.perf_counter() - start < 1.5:
+                env.step(actions[(steps // n_envs) % 64])
+                steps += n_envs
+            best[system] = max(best[system], steps / (time.perf_counter() - start))
+    return best
+
+
+# -- PPO end to end -------------------------------------------------------------------------------
+
+
+def make_model(system: str, env_id: str, n_envs: int, settings: dict[str, Any], threads: int | None = None) -> Any:
+    """One PPO model of ``system`` on ``env_id`` (or its Gymnasium twin) with ``settings``."""
+    from stable_baselines3.common.env_util import make_vec_env
+
+    if system.startswith("roboppo"):
+        from roboppo import PPO
+
+        env_kwargs = None if threads is None else {"num_threads": threads}
+        backend = "torch" if system == "roboppo-torch" else "auto"
+        return PPO(
+            "MlpPolicy", env_id, n_envs=n_envs, env_kwargs=env_kwargs, seed=0, train_backend=backend,
+            hyperparams="sb3", device="cpu", **settings,
+        )  # fmt: skip
+    venv = make_vec_env(TWINS[env_id], n_envs=n_envs, seed=0)
+    if system == "sbx":
+        from sbx import PPO as SBXPPO
+
+        return SBXPPO("MlpPolicy", venv, seed=0, **settings)
+    from stable_baselines3 import PPO as SB3PPO
+
+    return SB3PPO("MlpPolicy", venv, seed=0, device="cpu", **settings)
 
 
 def _timed(obj: Any, name: str, clock: dict[str, float]) -> None:
@@ -83,32 +155,18 @@ def _timed(obj: Any, name: str, clock: dict[str, float]) -> None:
     setattr(obj, name, wrapper)
 
 
-def ppo_run(system: str, env_id: str, n_envs: int, batch_size: int, rollouts: int, threads: int | None = None) -> dict:
-    """(b), (b') or (c): steps per second over ``rollouts`` timed rollouts, with the phase breakdown.
-
-    :param system: ``"roboppo"`` (b), ``"roboppo-torch"`` (b') or ``"sb3"`` (c).
-    """
-    from stable_baselines3 import PPO as SB3PPO
-    from stable_baselines3.common.env_util import make_vec_env
-
-    from roboppo import PPO
-
-    if system.startswith("roboppo"):
-        env_kwargs = None if threads is None else {"num_threads": threads}
-        backend = "torch" if system == "roboppo-torch" else "auto"
-        model = PPO(
-            "MlpPolicy", env_id, n_envs=n_envs, env_kwargs=env_kwargs, seed=0, train_backend=backend,
-            hyperparams="sb3", **hparams(batch_size),
-        )  # fmt: skip
-    else:
-        model = SB3PPO("MlpPolicy", make_vec_env(TWINS[env_id], n_envs=n_envs, seed=0), seed=0, **hparams(batch_size))
+def ppo_run(
+    system: str, env_id: str, n_envs: int, settings: dict[str, Any], rollouts: int, threads: int | None = None
+) -> dict:
+    """Steps per second of one PPO system over ``rollouts`` timed rollouts, with roboppo's phase breakdown."""
+    model = make_model(system, env_id, n_envs, settings, threads)
     rollout_steps = n_envs * model.n_steps
-    model.learn(rollout_steps)  # warm-up rollout
+    model.learn(rollout_steps)  # warm-up rollout (roboppo and SBX compile their update here)
     clock = {"collect_rollouts": 0.0, "train": 0.0, "step": 0.0}
     _timed(model, "collect_rollouts", clock)
     _timed(model, "train", clock)
     vector_env = getattr(model.get_env().unwrapped, "vector_env", None)
-    if vector_env is not None:  # the batched env under SB3's VecEnv adapter and wrappers
+    if vector_env is not None:  # roboppo's batched env under SB3's VecEnv adapter
         _timed(vector_env, "step", clock)
     start = time.perf_counter()
     model.learn(rollouts * rollout_steps, reset_num_timesteps=False)
@@ -122,11 +180,9 @@ def ppo_run(system: str, env_id: str, n_envs: int, batch_size: int, rollouts: in
     return result
 
 
-def memory_run(env_id: str, n_envs: int, batch_size: int, steps: int) -> dict:
-    """Resident memory of (b) sampled after every rollout of a long run."""
+def memory_run(env_id: str, n_envs: int, settings: dict[str, Any], steps: int) -> dict:
+    """Resident memory of roboppo PPO sampled after every rollout of a long run."""
     from stable_baselines3.common.callbacks import BaseCallback
-
-    from roboppo import PPO
 
     samples: list[tuple[int, float]] = []
 
@@ -137,7 +193,7 @@ def memory_run(env_id: str, n_envs: int, batch_size: int, steps: int) -> dict:
         def _on_rollout_end(self) -> None:
             samples.append((self.num_timesteps, current_rss_mb()))
 
-    model = PPO("MlpPolicy", env_id, n_envs=n_envs, seed=0, hyperparams="sb3", **hparams(batch_size))
+    model = make_model("roboppo", env_id, n_envs, settings)
     model.learn(steps, callback=Sampler(), progress_bar=True)
     return {"samples": samples, "peak_mb": peak_rss_mb()}
 
@@ -154,40 +210,144 @@ def _one_torch_thread() -> None:
     torch.set_num_threads(1)
 
 
-def main_table(args: argparse.Namespace) -> str:
+def env_table(args: argparse.Namespace) -> tuple[str, dict[str, dict[str, float]]]:
+    systems = tuple(s for s in ENV_SYSTEMS if missing(s) is None)
     lines = [
-        f"{args.n_envs} envs, 128 steps per env and rollout, 10 epochs; {args.rollouts} timed rollouts; "
-        f"each PPO column is the best of {args.repeats} interleaved runs; "
-        "(a) is the faster of two measurements, before and after the PPO runs.",
+        f"**Env stepping**: {args.n_envs} envs, 2 threads, uniform random actions, no policy; "
+        f"best of {args.repeats} interleaved 1.5 s runs in one process.",
         "",
-        "| env | batch | (a) physics steps/s | (b) roboppo steps/s | (b') torch training steps/s "
-        "| (c) stock SB3 steps/s | b/c | b/a | (b) stepping / inference / training s | peak MB (a / b / c) |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---|---|",
+        "| env | EnvPool steps/s | roboppo env steps/s | Gymnasium SyncVectorEnv steps/s | roboppo / EnvPool |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    rates = {}
+    for env_id in args.envs:
+        rate = in_child(env_rates, env_id, args.n_envs, 2, systems, args.repeats)
+        rates[env_id] = rate
+        envpool = rate.get("envpool")
+        shown = [f"{rate[s]:,.0f}" if s in rate else missing(s) for s in ENV_SYSTEMS]
+        ratio = f"{rate['roboppo'] / envpool:.2f}" if envpool else "-"
+        lines.append(f"| {env_id} | {' | '.join(shown)} | {ratio} |")
+        print(lines[-1], flush=True)
+    return "\n".join(lines), rates
+
+
+def ppo_table(args: argparse.Namespace, env_rate: dict[str, dict[str, float]]) -> str:
+    systems = tuple(s for s in PPO_SYSTEMS if missing(s) is None)
+    lines = [
+        f"**PPO end to end**: {args.n_envs} envs x 128 steps per rollout, {args.epochs} epochs, 64x64 tanh, "
+        f"{args.rollouts} timed rollouts; best of {args.repeats} interleaved runs, each system in its own process.",
+        "",
+        "| env | batch | roboppo steps/s | roboppo torch loop | SBX | stock SB3 | roboppo / SB3 | roboppo / SBX "
+        "| roboppo / its env | roboppo / EnvPool | roboppo stepping / inference / training s | peak MB roboppo / SB3 |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|",
     ]
     for env_id in args.envs:
-        before = in_child(physics, env_id, args.n_envs, None)
-        runs = []
         for batch_size in args.batch_sizes:
+            settings = hparams(batch_size, args.epochs)
             best: dict[str, dict] = {}
             for _ in range(args.repeats):  # interleaved, so that a slow minute hits every system alike
-                for system in ("roboppo", "roboppo-torch", "sb3"):
-                    result = in_child(ppo_run, system, env_id, args.n_envs, batch_size, args.rollouts)
+                for system in systems:
+                    result = in_child(ppo_run, system, env_id, args.n_envs, settings, args.rollouts)
                     if system not in best or result["sps"] > best[system]["sps"]:
                         best[system] = result
-            runs.append((batch_size, best["roboppo"], best["roboppo-torch"], best["sb3"]))
-        after = in_child(physics, env_id, args.n_envs, None)
-        limit = max(before, after, key=lambda result: result["sps"])  # a slow moment must not flatter b/a
-        for batch_size, ours, torch_loop, stock in runs:
-            phases = ours["phases"]
-            lines.append(
-                f"| {env_id} | {batch_size} | {limit['sps']:,.0f} | {ours['sps']:,.0f} | {torch_loop['sps']:,.0f} "
-                f"| {stock['sps']:,.0f} "
-                f"| {ours['sps'] / stock['sps']:.2f} | {ours['sps'] / limit['sps']:.2f} "
-                f"| {phases['stepping']:.2f} / {phases['inference']:.2f} / {phases['training']:.2f} "
-                f"| {limit['peak_mb']:.0f} / {ours['peak_mb']:.0f} / {stock['peak_mb']:.0f} |"
-            )
+            lines.append(_ppo_row(env_id, batch_size, best, env_rate.get(env_id, {})))
             print(lines[-1], flush=True)
     return "\n".join(lines)
+
+
+def _ppo_row(env_id: str, batch_size: int, best: dict[str, dict], rate: dict[str, float]) -> str:
+    ours = best["roboppo"]
+
+    def sps(system: str) -> str:
+        return f"{best[system]['sps']:,.0f}" if system in best else str(missing(system))
+
+    def ratio(other: float | None) -> str:
+        return f"{ours['sps'] / other:.2f}" if other else "-"
+
+    phases = ours["phases"]
+    return (
+        f"| {env_id} | {batch_size} | {sps('roboppo')} | {sps('roboppo-torch')} | {sps('sbx')} | {sps('sb3')} "
+        f"| {ratio(best['sb3']['sps'])} | {ratio(best.get('sbx', {}).get('sps'))} "
+        f"| {ratio(rate.get('roboppo'))} | {ratio(rate.get('envpool'))} "
+        f"| {phases['stepping']:.2f} / {phases['inference']:.2f} / {phases['training']:.2f} "
+        f"| {ours['peak_mb']:.0f} / {best['sb3']['peak_mb']:.0f} |"
+    )
+
+
+# -- whole runs -----------------------------------------------------------------------------------
+
+
+def whole_run_child(system: str, env_id: str, batch_size: int) -> None:
+    """``learn(WHOLE_RUN_STEPS)`` in this process; print when the first env step happened (epoch seconds)."""
+    import torch
+
+    torch.set_num_threads(1)
+    first_step: list[float] = []
+    from stable_baselines3.common.callbacks import BaseCallback
+
+    class FirstStep(BaseCallback):
+        def _on_step(self) -> bool:
+            if not first_step:
+                first_step.append(time.time())
+            return True
+
+    model = make_model(system, env_id, 16, hparams(batch_size, 5))
+    model.learn(WHOLE_RUN_STEPS, callback=FirstStep())
+    print(json.dumps({"first_step": first_step[0]}))
+
+
+def whole_run(system: str, env_id: str, batch_size: int, cache: str) -> dict[str, float]:
+    """Wall time of one whole ``python`` process running :func:`whole_run_child`, and its time to the first step."""
+    command = [sys.executable, __file__, "--whole-run-child", system, env_id, str(batch_size)]
+    env = {**os.environ, "ROBOPPO_JAX_CACHE": cache}
+    start_epoch, start = time.time(), time.perf_counter()
+    done = subprocess.run(command, env=env, capture_output=True, text=True, check=True)
+    wall = time.perf_counter() - start
+    first_step = json.loads(done.stdout.strip().splitlines()[-1])["first_step"] - start_epoch
+    return {"wall": wall, "first_step": first_step}
+
+
+def whole_run_table(args: argparse.Namespace) -> str:
+    env_id = args.envs[0]
+    peers = [s for s in ("sbx", "sb3") if missing(s) is None]
+    lines = [
+        f"**Whole runs**: `learn({WHOLE_RUN_STEPS:_})` on {env_id} as a whole `python` process (imports, model, "
+        "JAX's import and compilation included), 16 envs x 128 steps, 5 epochs, SB3's other defaults; "
+        "roboppo first with an empty compilation cache (cold), then with the cache that run filled (warm). "
+        "Seconds to the first env step / wall seconds; ratios are stock SB3's wall time over each system's.",
+        "",
+        "| batch | roboppo cold | roboppo warm | SBX | stock SB3 "
+        "| SB3 / roboppo cold | SB3 / roboppo warm | SB3 / SBX |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for batch_size in (64, 256, 512):
+        with tempfile.TemporaryDirectory(prefix="roboppo-jax-cache-") as cache:
+            runs = {"cold": whole_run("roboppo", env_id, batch_size, cache)}
+            runs["warm"] = whole_run("roboppo", env_id, batch_size, cache)
+        for peer in peers:
+            runs[peer] = whole_run(peer, env_id, batch_size, "")
+        lines.append(_whole_run_row(batch_size, runs))
+        print(lines[-1], flush=True)
+    return "\n".join(lines)
+
+
+def _whole_run_row(batch_size: int, runs: dict[str, dict[str, float]]) -> str:
+    stock = runs["sb3"]["wall"]
+
+    def cell(name: str) -> str:
+        run = runs.get(name)
+        return f"{run['first_step']:.1f} / {run['wall']:.1f}" if run else str(missing(name))
+
+    def ratio(name: str) -> str:
+        return f"{stock / runs[name]['wall']:.2f}" if name in runs else "-"
+
+    return (
+        f"| {batch_size} | {cell('cold')} | {cell('warm')} | {cell('sbx')} | {cell('sb3')} "
+        f"| {ratio('cold')} | {ratio('warm')} | {ratio('sbx')} |"
+    )
+
+
+# -- scaling and memory ---------------------------------------------------------------------------
 
 
 def scaling_table(args: argparse.Namespace) -> str:
@@ -195,25 +355,26 @@ def scaling_table(args: argparse.Namespace) -> str:
     lines = [
         f"Scaling on {env_id} (batch {batch_size}): steps per second.",
         "",
-        "| threads | envs | (a) physics | (b) roboppo PPO |",
+        "| threads | envs | roboppo env | roboppo PPO |",
         "|---:|---:|---:|---:|",
     ]
+    settings = hparams(batch_size, args.epochs)
     for threads in (1, 2):
         for n_envs in (8, 16, 32, 64):
-            limit = in_child(physics, env_id, n_envs, threads)
-            ours = in_child(ppo_run, "roboppo", env_id, n_envs, batch_size, max(1, args.rollouts // 2), threads)
-            lines.append(f"| {threads} | {n_envs} | {limit['sps']:,.0f} | {ours['sps']:,.0f} |")
+            limit = in_child(env_rates, env_id, n_envs, threads, ("roboppo",), 1)["roboppo"]
+            ours = in_child(ppo_run, "roboppo", env_id, n_envs, settings, max(1, args.rollouts // 2), threads)
+            lines.append(f"| {threads} | {n_envs} | {limit:,.0f} | {ours['sps']:,.0f} |")
             print(lines[-1], flush=True)
     return "\n".join(lines)
 
 
 def memory_table(args: argparse.Namespace) -> str:
     env_id, batch_size = args.envs[0], max(args.batch_sizes)
-    result = in_child(memory_run, env_id, args.n_envs, batch_size, args.memory_steps)
+    result = in_child(memory_run, env_id, args.n_envs, hparams(batch_size, args.epochs), args.memory_steps)
     samples = result["samples"]
     picks = [samples[0], samples[1], samples[len(samples) // 4], samples[len(samples) // 2], samples[-1]]
     lines = [
-        f"Resident memory of (b) on {env_id} over {args.memory_steps:,} steps (batch {batch_size}), "
+        f"Resident memory of roboppo PPO on {env_id} over {args.memory_steps:,} steps (batch {batch_size}), "
         "sampled at the end of rollouts:",
         "",
         "| steps | resident MB |",
@@ -227,17 +388,25 @@ def memory_table(args: argparse.Namespace) -> str:
 
 
 def main() -> None:
+    if len(sys.argv) > 1 and sys.argv[1] == "--whole-run-child":
+        whole_run_child(sys.argv[2], sys.argv[3], int(sys.argv[4]))
+        return
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--envs", nargs="+", default=list(TWINS), choices=list(TWINS))
     parser.add_argument("--n-envs", type=int, default=16)
     parser.add_argument("--batch-sizes", type=int, nargs="+", default=[64, 512])
+    parser.add_argument("--epochs", type=int, default=10, help="PPO epochs per rollout in the end-to-end table")
     parser.add_argument("--rollouts", type=int, default=6)
-    parser.add_argument("--repeats", type=int, default=1, help="runs per PPO system, interleaved; the best counts")
+    parser.add_argument("--repeats", type=int, default=1, help="runs per system, interleaved; the best counts")
+    parser.add_argument("--whole-run", action="store_true", help="add the whole-process table (first env listed)")
     parser.add_argument("--scaling", action="store_true", help="add the threads x envs scaling table")
-    parser.add_argument("--memory-steps", type=int, default=0, help="train (b) this long, sampling memory")
+    parser.add_argument("--memory-steps", type=int, default=0, help="train roboppo this long, sampling memory")
     parser.add_argument("--out", type=pathlib.Path, default=None)
     args = parser.parse_args()
-    tables = [main_table(args)]
+    env_text, rates = env_table(args)
+    tables = [env_text, ppo_table(args, rates)]
+    if args.whole_run:
+        tables.append(whole_run_table(args))
     if args.scaling:
         tables.append(scaling_table(args))
     if args.memory_steps:

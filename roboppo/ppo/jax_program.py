@@ -16,6 +16,7 @@ import jax.numpy as jnp
 import optax
 
 from roboppo.common.distributions import HALF_LOG_2PI, LOG_2
+from roboppo_envs.jax_cache import enable_compilation_cache
 
 
 @dataclasses.dataclass(frozen=True)
@@ -39,9 +40,12 @@ ACTIVATE = {"tanh": jnp.tanh, "relu": jax.nn.relu, "elu": jax.nn.elu, "silu": ja
 def build() -> Any:
     """``update`` compiled by ``jax.jit`` (one program per :class:`UpdateShape` and array shapes), run on the CPU.
 
-    The CPU is pinned so that a JAX build with GPU support does not move the update (and
-    its host copies) to a GPU that the torch model does not use.
+    Compiled programs are kept on disk (:mod:`roboppo_envs.jax_cache`), so a later process with
+    the same shapes loads the update instead of compiling it. The CPU is pinned so that a JAX
+    build with GPU support does not move the update (and its host copies) to a GPU that the
+    torch model does not use.
     """
+    enable_compilation_cache(jax)
     compiled = jax.jit(update, static_argnames=("shape",))
     cpu = jax.devices("cpu")[0]
 

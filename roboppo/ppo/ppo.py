@@ -30,6 +30,7 @@ from roboppo.ppo import jax_train, torch_train
 from roboppo.ppo.defaults import SB3_SOURCE, BudgetNotice, describe, with_notice, zoo_arguments, zoo_entry
 from roboppo.ppo.policies import TanhGaussianPolicy, pre_tanh_policy
 from roboppo.ppo.rollout import flat_batch, policy_actions, truncation_values
+from roboppo.ppo.sampler import rollout_sampler
 from roboppo.ppo.update import UpdateSettings, UpdateStats
 
 SelfPPO = TypeVar("SelfPPO", bound="PPO")
@@ -227,12 +228,13 @@ class PPO(SB3PPO):
         if self.use_sde:
             self.policy.reset_noise(env.num_envs)
         callback.on_rollout_start()
+        sampler = rollout_sampler(self.policy)  # after on_rollout_start: a callback may change the policy
         while n_steps < n_rollout_steps:
             if self.use_sde and self.sde_sample_freq > 0 and n_steps % self.sde_sample_freq == 0:
                 self.policy.reset_noise(env.num_envs)
             with th.no_grad():
                 obs_tensor = obs_as_tensor(self._last_obs, self.device)  # type: ignore[arg-type]
-                actions, clipped_actions, values, log_probs = policy_actions(self.policy, obs_tensor)
+                actions, clipped_actions, values, log_probs = policy_actions(self.policy, obs_tensor, sampler)
             new_obs, rewards, dones, infos = env.step(clipped_actions)
             self.num_timesteps += env.num_envs
             check_finite(env, self.num_timesteps // env.num_envs, new_obs, rewards, infos, clipped_actions)

@@ -5,8 +5,8 @@ interface and its wrappers; callbacks see SB3's ``locals``) with three changes, 
 function here:
 
 - :func:`policy_actions`: roboppo's tanh-Gaussian policy samples pre-tanh actions in one
-  lean call and the buffer stores them (exact log-probabilities); any other policy goes
-  through ``policy.forward`` and SB3's clipping, unchanged;
+  lean call (:mod:`roboppo.ppo.sampler`) and the buffer stores them (exact log-probabilities);
+  any other policy goes through ``policy.forward`` and SB3's clipping, unchanged;
 - :func:`truncation_values`: one batched value call for all copies cut by a time limit
   (SB3 makes one call per copy);
 - :func:`flat_batch`: the stored rollout as flat tensors for roboppo's update backends.
@@ -23,6 +23,7 @@ from stable_baselines3.common.buffers import RolloutBuffer
 from stable_baselines3.common.policies import ActorCriticPolicy
 
 from roboppo.ppo.policies import pre_tanh_policy
+from roboppo.ppo.sampler import RolloutSampler
 from roboppo.ppo.update import RolloutBatch
 
 
@@ -35,17 +36,21 @@ class PolicyActions(NamedTuple):
     log_probs: th.Tensor
 
 
-def policy_actions(policy: ActorCriticPolicy, obs: th.Tensor | dict[str, th.Tensor]) -> PolicyActions:
+def policy_actions(
+    policy: ActorCriticPolicy, obs: th.Tensor | dict[str, th.Tensor], sampler: RolloutSampler | None = None
+) -> PolicyActions:
     """Sample actions for a batch of observations (call under ``th.no_grad()``).
 
     roboppo's policy on its pre-tanh path stores pre-tanh actions and sends their squashed
-    env-space image; every other policy is SB3's: ``policy(obs)``, then for Box actions
+    env-space image (through ``sampler``, this rollout's :class:`~roboppo.ppo.sampler.RolloutSampler`,
+    when given); every other policy is SB3's: ``policy(obs)``, then for Box actions
     ``unscale_action`` (squashing policies) or clipping to the bounds.
     """
     tanh_policy = pre_tanh_policy(policy)
     if tanh_policy is not None:
         assert isinstance(obs, th.Tensor)
-        pre_tanh, env_actions, values, log_probs = tanh_policy.rollout_actions(obs)
+        sample = sampler if sampler is not None else tanh_policy.rollout_actions
+        pre_tanh, env_actions, values, log_probs = sample(obs)
         return PolicyActions(pre_tanh.cpu().numpy(), env_actions.cpu().numpy(), values, log_probs)
     actions, values, log_probs = policy(obs)
     stored = actions.cpu().numpy()

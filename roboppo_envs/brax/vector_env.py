@@ -27,6 +27,8 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 
+from roboppo_envs.jax_cache import enable_compilation_cache
+
 try:
     import jax
     import jax.numpy as jnp
@@ -40,20 +42,7 @@ except ImportError as error:  # pragma: no cover - exercised only without the ex
 BACKENDS = ("spring", "positional", "generalized", "mjx")
 
 
-def _enable_compilation_cache() -> None:
-    """Keep XLA compilations on disk: a Brax env compiles in 10-40 s on a CPU, a cached one in a few.
-
-    The folder is ``$ROBOPPO_JAX_CACHE`` (empty: no cache), else ``~/.cache/roboppo/jax``;
-    a cache folder configured through JAX itself is left alone.
-    """
-    if getattr(jax.config, "jax_compilation_cache_dir", None):
-        return
-    folder = os.environ.get("ROBOPPO_JAX_CACHE", os.path.join(os.path.expanduser("~"), ".cache", "roboppo", "jax"))
-    if folder:
-        jax.config.update("jax_compilation_cache_dir", folder)
-
-
-_enable_compilation_cache()
+enable_compilation_cache(jax)
 
 
 class BraxNonFiniteError(RuntimeError):

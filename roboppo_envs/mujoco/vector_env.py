@@ -3,9 +3,9 @@
 ``gym.make_vec("RoboHopper-v0", num_envs=16)`` returns a :class:`MujocoVectorEnv`:
 
 - every copy has its own ``MjData`` (so its solver warm start, and hence its trajectory, is
-  exactly that of a single env); the copies are split into one chunk per thread and each
-  chunk is stepped with ``mujoco.mj_step``, which releases the GIL, so the threads simulate
-  in parallel;
+  exactly that of a single env); the worker threads take the copies one at a time from a
+  shared iterator and step each with ``mujoco.mj_step``, which releases the GIL, so the
+  threads simulate in parallel;
 - observations, rewards and terminations are computed for the whole batch with NumPy
   (:mod:`roboppo_envs.mujoco.tasks`), term by term as the Gymnasium v5 env does;
 - autoreset is ``SAME_STEP``: a finished copy is reset inside the same ``step``; the returned
@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import warnings
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, ClassVar
 
@@ -114,8 +115,7 @@ class MujocoVectorEnv(VectorEnv):
         self._rngs = [np_random()[0] for _ in range(num_envs)]
         self._steps = np.zeros(num_envs, dtype=np.int64)
         self._actions = np.zeros((num_envs, self.model.nu))
-        self._chunks = [chunk for chunk in np.array_split(np.arange(num_envs), self.num_threads) if chunk.size]
-        self._pool = ThreadPoolExecutor(len(self._chunks) - 1) if len(self._chunks) > 1 else None
+        self._pool = ThreadPoolExecutor(self.num_threads - 1) if self.num_threads > 1 else None
         self._needs_reset = True
 
     # -- Gymnasium VectorEnv API ----------------------------------------------------------------
@@ -179,21 +179,26 @@ class MujocoVectorEnv(VectorEnv):
         return obs, reward, terminated, truncated, final_obs
 
     def _simulate(self) -> None:
-        """Step all copies ``frame_skip`` times: one chunk per thread, the first on this thread."""
-        if self._pool is None:
-            self._step_chunk(self._chunks[0])
-            return
-        futures = [self._pool.submit(self._step_chunk, chunk) for chunk in self._chunks[1:]]
-        self._step_chunk(self._chunks[0])
+        """Step all copies ``frame_skip`` times on ``num_threads`` threads (this one included).
+
+        The threads share one iterator over the copies and each takes the next copy when it has
+        finished its last, so a copy whose step is slow (contacts) or a thread the OS pauses
+        does not hold the others up at the end of the step, as a fixed split would.
+        """
+        copies = iter(range(self.num_envs))
+        pool = self._pool
+        futures = [pool.submit(self._step_copies, copies) for _ in range(self.num_threads - 1)] if pool else []
+        self._step_copies(copies)
         for future in futures:
             future.result()
 
-    def _step_chunk(self, indices: np.ndarray) -> None:
-        model, nstep, actions = self.model, self.frame_skip, self._actions
-        for index in indices:
-            data = self._datas[index]
+    def _step_copies(self, copies: Iterator[int]) -> None:
+        """Take copies from the shared iterator (``next`` holds the GIL, so each is taken once) and step them."""
+        model, nstep, actions, datas = self.model, self.frame_skip, self._actions, self._datas
+        for index in copies:
+            data = datas[index]
             data.ctrl[:] = actions[index]
-            mujoco.mj_step(model, data, nstep=nstep)
+            mujoco.mj_step(model, data, nstep=nstep)  # releases the GIL
             self._gather(index, data)
 
     def _gather(self, index: int, data: mujoco.MjData) -> None:

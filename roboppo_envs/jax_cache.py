@@ -1,0 +1,35 @@
+"""JAX's persistent compilation cache, shared by the Brax envs and PPO's compiled update.
+
+XLA compiles a Brax env in 10-40 s on a CPU and PPO's update in about a second; a compiled
+program kept on disk loads in a fraction of that, so every run after the first starts
+sooner. The folder is ``$ROBOPPO_JAX_CACHE`` (set but empty: no cache), else
+``~/.cache/roboppo/jax``. A cache folder configured through JAX itself is left alone.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+# JAX writes only programs that took at least this long to compile (its default is 1 s, which
+# PPO's update on a small network can fall under, then compile anew in every process).
+MIN_COMPILE_SECONDS = 0.1
+
+
+def cache_folder() -> str | None:
+    """Where roboppo keeps compiled programs (None: the cache is off)."""
+    folder = os.environ.get("ROBOPPO_JAX_CACHE", os.path.join(os.path.expanduser("~"), ".cache", "roboppo", "jax"))
+    return folder or None
+
+
+def enable_compilation_cache(jax: Any) -> None:
+    """Point JAX's persistent cache at :func:`cache_folder` unless JAX already has one.
+
+    :param jax: the imported ``jax`` module (passed in so that importing this module costs nothing).
+    """
+    if getattr(jax.config, "jax_compilation_cache_dir", None):
+        return
+    folder = cache_folder()
+    if folder:
+        jax.config.update("jax_compilation_cache_dir", folder)
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", MIN_COMPILE_SECONDS)

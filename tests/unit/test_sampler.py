@@ -1,0 +1,82 @@
+"""The per-rollout sampler: bitwise what ``rollout_actions`` returns, or not used at all."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch as th
+from gymnasium import spaces
+from stable_baselines3.common.torch_layers import FlattenExtractor
+
+from roboppo import TanhGaussianPolicy
+from roboppo.ppo.sampler import rollout_sampler
+
+OBS = spaces.Box(-np.inf, np.inf, (5,), np.float32)
+ACTIONS = spaces.Box(np.array([-3.0, 0.0], np.float32), np.array([1.0, 10.0], np.float32))
+
+
+def make_policy(**kwargs: object) -> TanhGaussianPolicy:
+    return TanhGaussianPolicy(OBS, ACTIONS, lambda _: 3e-4, **kwargs)  # type: ignore[arg-type]
+
+
+def fit_statistics(policy: TanhGaussianPolicy, rng: np.random.Generator) -> None:
+    policy.update_obs_normalizer(rng.normal(2.0, 3.0, size=(64, 5)).astype(np.float32))
+
+
+def assert_same_draws(policy: TanhGaussianPolicy, obs: th.Tensor) -> None:
+    sampler = rollout_sampler(policy)
+    assert sampler is not None
+    with th.no_grad():
+        th.manual_seed(7)
+        expected = policy.rollout_actions(obs)
+        th.manual_seed(7)
+        got = sampler(obs)
+    for a, b in zip(expected, got, strict=True):
+        assert a.shape == b.shape
+        assert th.equal(a, b)
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {},
+        {"net_arch": [32, 16], "activation_fn": th.nn.ReLU},
+        {"net_arch": {"pi": [16], "vf": [8, 8]}, "share_features_extractor": False},
+        {"normalize_obs": False, "log_std_init": -1.0},
+        {"obs_clip": 0.5},
+    ],
+)
+def test_the_sampler_returns_bitwise_what_rollout_actions_returns(kwargs: dict, rng: np.random.Generator) -> None:
+    policy = make_policy(**kwargs)
+    fit_statistics(policy, rng)
+    assert_same_draws(policy, th.as_tensor(rng.normal(2.0, 3.0, size=(16, 5)), dtype=th.float32))
+
+
+def test_in_place_changes_during_a_rollout_reach_the_sampler(rng: np.random.Generator) -> None:
+    policy = make_policy()
+    fit_statistics(policy, rng)
+    sampler = rollout_sampler(policy)
+    assert sampler is not None
+    obs = th.as_tensor(rng.normal(size=(4, 5)), dtype=th.float32)
+    other = make_policy(log_std_init=-2.0)
+    fit_statistics(other, np.random.default_rng(99))
+    policy.load_state_dict(other.state_dict())  # in place, as SB3's set_parameters does
+    with th.no_grad():
+        th.manual_seed(3)
+        expected = other.rollout_actions(obs)
+        th.manual_seed(3)
+        got = sampler(obs)
+    for a, b in zip(expected, got, strict=True):
+        assert th.equal(a, b)
+
+
+def test_policies_it_does_not_know_keep_rollout_actions() -> None:
+    assert rollout_sampler(make_policy(features_extractor_class=FlattenExtractor)) is None
+    hooked = make_policy()
+    hooked.action_net.register_forward_hook(lambda module, inputs, output: output * 2)
+    assert rollout_sampler(hooked) is None
+    image = TanhGaussianPolicy(spaces.Box(0, 255, (3, 36, 36), np.uint8), ACTIONS, lambda _: 3e-4)
+    assert rollout_sampler(image) is None
+    with pytest.warns(UserWarning, match="infinite bounds"):
+        gaussian = TanhGaussianPolicy(OBS, spaces.Box(-np.inf, np.inf, (2,), np.float32), lambda _: 3e-4)
+    assert rollout_sampler(gaussian) is None
