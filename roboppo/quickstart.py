@@ -24,6 +24,7 @@ from roboppo import PPO, UnknownEnvError
 from roboppo.common.callbacks import EvalCallback  # SB3's, writing evaluations.npz atomically
 from roboppo.common.env_util import check_env_id, make_env_from_id
 from roboppo.zoo import HparamsError
+from roboppo.zoo.runs import new_run_dir, run_name, write_config
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -45,10 +46,11 @@ def main(argv: list[str] | None = None) -> float:
     threshold = args.threshold if args.threshold is not None else gym.spec(args.env).reward_threshold
     if threshold is None:
         raise SystemExit(f"{args.env} has no reward threshold; pass --threshold.")
-    run_name = f"{args.env}_seed{args.seed}_{time.strftime('%Y%m%d-%H%M%S')}"
-    run_dir = args.log_dir / run_name
-
     model = PPO("MlpPolicy", args.env, seed=args.seed)  # every setting from the env's zoo entry
+    run_dir = new_run_dir(args.log_dir, run_name("ppo", args.env, args.seed))
+    config = {"algo": "ppo", "env": args.env, "seed": args.seed, "n_envs": model.n_envs, "eval_episodes": 10}
+    config |= {"hyperparams_source": model.hyperparams_source, "hyperparams": model.resolved_hyperparams()}
+    write_config(run_dir, config, sys.argv)  # so that roboppo-zoo eval, record, plot and export take the folder
     # TensorBoard events, a CSV of the same scalars, the evaluations and the model share one folder.
     model.set_logger(configure(str(run_dir), ["tensorboard", "csv"]))
     eval_env = make_env_from_id(args.env, n_envs=1, seed=args.seed + 10_000)

@@ -9,10 +9,11 @@ from typing import Any
 import numpy as np
 from stable_baselines3.common.callbacks import EvalCallback as SB3EvalCallback
 
+from roboppo.common.errors import UserInputError
 from roboppo.common.files import atomic_target
 
 
-class EvaluationHistoryError(ValueError):
+class EvaluationHistoryError(UserInputError, ValueError):
     """An ``evaluations.npz`` that cannot be read."""
 
 

@@ -74,8 +74,8 @@ class ZooEntry:
 
 
 def default_hparams_file(algo: str = "ppo") -> pathlib.Path:
-    """``zoo_hparams/<algo>.yml`` from the checkout or the installed package."""
-    return pathlib.Path(str(importlib.resources.files("zoo_hparams").joinpath(f"{algo}.yml")))
+    """``zoo_hparams/<algo>.yml``: in the repository's ``zoo_hparams/``, installed as ``roboppo.zoo_hparams``."""
+    return pathlib.Path(str(importlib.resources.files("roboppo.zoo_hparams").joinpath(f"{algo}.yml")))
 
 
 def load_ppo_hparams(

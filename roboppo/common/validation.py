@@ -21,6 +21,8 @@ import types
 import typing
 from typing import Any
 
+from roboppo.common.errors import UserInputError
+
 # keywords that are not hyperparameters: set by the caller, the CLI's own flags, or not expressible in YAML
 NOT_SETTINGS = {
     "self", "policy", "env", "args", "kwargs", "return", "verbose", "seed", "device", "tensorboard_log",
@@ -31,7 +33,7 @@ ZOO_KEYS: dict[str, tuple[type, ...]] = {"n_timesteps": (int, float)}  # the bud
 OFF = "off"
 
 
-class HparamsError(ValueError):
+class HparamsError(UserInputError, ValueError):
     """A hyperparameter file or override that cannot be used as written."""
 
 

@@ -37,13 +37,14 @@ import gymnasium as gym
 import numpy as np
 from imitation.data.types import Trajectory, TrajectoryWithRew
 
+from roboppo.common.errors import UserInputError
 from roboppo.common.files import atomic_target
 from roboppo.gail.compat import load_imitation_trajectories
 
 ROBOPPO_FORMAT = "roboppo-demos-v1"
 
 
-class DemoError(ValueError):
+class DemoError(UserInputError, ValueError):
     """Demonstrations that cannot be trained on as they are."""
 
 

@@ -33,6 +33,7 @@ from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv
 
 from roboppo.common.env_util import check_env_id
 from roboppo.common.files import atomic_target
+from roboppo.common.hparams import capped_budget, load_gail_hparams
 from roboppo.gail.compat import FloatReward
 from roboppo.gail.demos import Demonstrations
 from roboppo.gail.horizon import (
@@ -241,13 +242,42 @@ class GAILTrainer:
             custom_logger=self.logger,
         )
 
+    default_total_timesteps: int | None = None  # the budget of the gail.yml entry, set by from_zoo
+
+    @classmethod
+    def from_zoo(
+        cls,
+        env_id: str,
+        demonstrations: Demonstrations,
+        *,
+        seed: int = 0,
+        log_dir: str | os.PathLike[str] | None = None,
+        hparams: str | os.PathLike[str] | None = None,
+    ) -> GAILTrainer:
+        """A trainer with ``env_id``'s ``zoo_hparams/gail.yml`` entry (or that of ``hparams``), and its budget.
+
+        ``train()`` without a budget then trains the entry's ``n_timesteps``, capped by
+        ``ROBOPPO_MAX_TIMESTEPS`` as every default budget is.
+        """
+        entry = load_gail_hparams(env_id, None if hparams is None else pathlib.Path(hparams))
+        trainer = cls(
+            env_id, demonstrations, n_envs=entry.n_envs, seed=seed, ppo_kwargs=entry.ppo_kwargs, log_dir=log_dir,
+            **entry.trainer_kwargs,
+        )  # fmt: skip
+        trainer.default_total_timesteps = entry.n_timesteps
+        return trainer
+
     @property
     def steps_per_round(self) -> int:
         return int(self.gail.gen_train_timesteps)
 
-    def train(self, total_timesteps: int, progress_bar: bool = False) -> GAILTrainer:
+    def train(self, total_timesteps: int | None = None, progress_bar: bool = False) -> GAILTrainer:
         """imitation's ``GAIL.train``: rounds of generator rollouts/updates and discriminator updates, as many
-        as fit in ``total_timesteps`` env steps (at least one round)."""
+        as fit in ``total_timesteps`` env steps (at least one round); None: the zoo entry's (:meth:`from_zoo`)."""
+        if total_timesteps is None:
+            if self.default_total_timesteps is None:
+                raise ValueError("train() needs total_timesteps unless the trainer was built by GAILTrainer.from_zoo.")
+            total_timesteps, _ = capped_budget(self.default_total_timesteps)
         rounds = max(total_timesteps // self.steps_per_round, 1)
         first = 0 if self.schedule_timesteps else self.generator.num_timesteps
         horizon = self.schedule_timesteps or rounds * self.steps_per_round

@@ -24,8 +24,9 @@ from stable_baselines3.common.vec_env import VecEnv
 from roboppo.common.env_util import check_finite, make_env_from_id
 from roboppo.common.errors import ModelLoadError
 from roboppo.common.files import atomic_target
-from roboppo.common.hparams import TRAIN_BACKENDS, ZooEntry, capped_budget
+from roboppo.common.hparams import ACTIVATIONS, TRAIN_BACKENDS, ZooEntry, capped_budget
 from roboppo.common.schedules import KLAdaptiveLR
+from roboppo.common.validation import NOT_SETTINGS
 from roboppo.ppo import jax_train, torch_train
 from roboppo.ppo.defaults import SB3_SOURCE, BudgetNotice, describe, with_notice, zoo_arguments, zoo_entry
 from roboppo.ppo.policies import TanhGaussianPolicy, pre_tanh_policy
@@ -130,6 +131,7 @@ class PPO(SB3PPO):
             given["env"] = make_env_from_id(
                 env, n_envs=1 if n_envs is None else n_envs, seed=given.get("seed"), env_kwargs=env_kwargs
             )
+        self._settings = {name: _yaml_value(value) for name, value in (given | settings).items() if name in _SETTINGS}
         super().__init__(**(given | settings))
         if entry is not None and self.verbose >= 1:
             print(describe(entry.source, self.hyperparams, replaced))
@@ -210,6 +212,18 @@ class PPO(SB3PPO):
         super()._maybe_recommend_cpu(mlp_class_name)
 
     # -- rollouts -------------------------------------------------------------------------------
+
+    def resolved_hyperparams(self) -> dict[str, Any]:
+        """Every PPO and policy keyword this model was built with, in ``ppo.yml``'s form (a run's ``config.yml``).
+
+        SB3's defaults fill what was not given; values from a zoo entry appear as its file writes
+        them (schedules as mappings); activation functions by their ``ppo.yml`` name.
+        """
+        defaults = {name: _yaml_value(p.default) for name, p in _SB3_SIGNATURE.parameters.items() if name in _SETTINGS}
+        settings = defaults | getattr(self, "_settings", {}) | self.hyperparams
+        settings.update(reward_scale=self.reward_scale, train_backend=self.train_backend)
+        settings["policy_kwargs"] = policy_keywords(self.policy)
+        return settings
 
     def collect_rollouts(
         self, env: VecEnv, callback: BaseCallback, rollout_buffer: RolloutBuffer, n_rollout_steps: int
@@ -445,3 +459,28 @@ def _check_model_zip(path: pathlib.Path) -> None:
             f"cannot load a model from {path}: {problem}. "
             "The file is not a complete model zip written by model.save(); re-save or re-train it."
         )
+
+
+# the keywords of SB3's PPO that are settings (written to config.yml); policy keywords come from the policy itself
+_SETTINGS = set(_SB3_SIGNATURE.parameters) - NOT_SETTINGS - {"policy_kwargs", "_init_setup_model"}
+_POLICY_INTERNALS = {"observation_space", "action_space", "lr_schedule", "use_sde", "squash_output", "full_std"}
+
+
+def policy_keywords(policy: BasePolicy) -> dict[str, Any]:
+    """The policy's constructor keywords in ``ppo.yml``'s form (spaces and the schedule left out)."""
+    keywords = policy._get_constructor_parameters()
+    return {name: _yaml_value(value) for name, value in keywords.items() if name not in _POLICY_INTERNALS}
+
+
+def _yaml_value(value: Any) -> Any:
+    """``value`` as YAML holds it: activation classes by their ``ppo.yml`` name, other classes by qualified name."""
+    if isinstance(value, type):
+        names = {cls: name for name, cls in ACTIVATIONS.items()}
+        return names.get(value, f"{value.__module__}.{value.__qualname__}")
+    if isinstance(value, dict):
+        return {key: _yaml_value(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_yaml_value(item) for item in value]
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return repr(value)

@@ -204,6 +204,7 @@ def report(rows: list[Row]) -> str:
 def benchmark(args: argparse.Namespace) -> int:
     from roboppo.zoo.media import plot
 
+    args.envs = args.envs or DEFAULT_ENVS
     for env_id in args.envs:
         check_env_id(env_id)
     check_log_folder(args.out, "--out")

@@ -19,6 +19,7 @@ one-line ``error: ...`` on stderr and exit code 2, before anything is written.
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import pathlib
 import sys
@@ -28,22 +29,35 @@ from typing import NoReturn
 os.environ.setdefault("MUJOCO_GL", "egl")  # off-screen rendering for `record`; read when mujoco loads
 
 import roboppo
-from roboppo.common.callbacks import EvaluationHistoryError
-from roboppo.common.errors import ModelLoadError, UnknownEnvError
-from roboppo.common.hparams import HparamsError
+from roboppo.common.errors import MissingDependencyError, UserInputError
 from roboppo.common.validation import flag_type
-from roboppo.gail import DemoError
-from roboppo.zoo.benchmark import DEFAULT_ENVS, benchmark
-from roboppo.zoo.imitate import bc, collect_demos, gail
-from roboppo.zoo.media import plot, record
-from roboppo.zoo.runs import RunFolderError
-from roboppo.zoo.train import INTERRUPTED, evaluate, train
-from roboppo.zoo.tune import TuneError, tune
+from roboppo.zoo.runs import INTERRUPTED
 
-USER_ERRORS = (
-    UnknownEnvError, HparamsError, DemoError, ModelLoadError, RunFolderError, EvaluationHistoryError, TuneError,
-    FileNotFoundError,
-)  # fmt: skip
+# Sub-commands load their module (and PyTorch, SB3, imitation, ...) only when they run, so that
+# `--help` is quick and a sub-command whose optional dependency is missing fails alone.
+HANDLERS = {
+    "train": "roboppo.zoo.train:train",
+    "eval": "roboppo.zoo.watch:evaluate",
+    "enjoy": "roboppo.zoo.watch:enjoy",
+    "envs": "roboppo.zoo.watch:list_envs",
+    "record": "roboppo.zoo.media:record",
+    "plot": "roboppo.zoo.media:plot",
+    "tune": "roboppo.zoo.tune:tune",
+    "benchmark": "roboppo.zoo.benchmark:benchmark",
+    "collect-demos": "roboppo.zoo.imitate:collect_demos",
+    "bc": "roboppo.zoo.imitate:bc",
+    "gail": "roboppo.zoo.imitate:gail",
+    "export": "roboppo.zoo.deploy:export",
+}
+# optional package -> what to install for it
+OPTIONAL = {
+    "imitation": "pip install --no-deps imitation==1.0.1 (its release pins an old SB3; see the README's Install)",
+    "jax": "pip install 'roboppo[brax]'",
+    "brax": "pip install 'roboppo[brax]'",
+    "optuna": "pip install optuna",
+    "onnxscript": "pip install 'roboppo[export]'",
+    "onnx": "pip install 'roboppo[export]'",
+}
 
 
 positive_int = flag_type("threads")  # an integer of at least 1
@@ -65,16 +79,25 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument("--env", default=None, help="registered env id")
     fit.add_argument("--seed", type=int, help="random seed (default: 0)")
     fit.add_argument(
-        "--n-timesteps", type=flag_type("n_timesteps"), help="env steps (default: the zoo entry's); with --resume, "
-        "the run's new budget",
+        "-n", "--n-timesteps", type=flag_type("n_timesteps"), help="env steps (default: the zoo entry's); with "
+        "--resume, the run's new budget",
     )  # fmt: skip
     fit.add_argument("--n-envs", type=flag_type("n_envs"), help="env copies (default: the zoo entry's)")
     fit.add_argument("--device", help="torch device (default: auto)")
     fit.add_argument("--env-threads", type=positive_int, help="worker threads of a MuJoCo batch (default: the cores)")
     fit.add_argument("--torch-threads", type=positive_int, help="torch threads (1 is fastest for small networks)")
     fit.add_argument("-p", action="append", metavar="KEY=VALUE", help="override a hyperparameter (repeatable)")
+    fit.add_argument(
+        "-params", "--hyperparams", nargs="+", metavar="KEY:VALUE", dest="params",
+        help="rl-zoo3's form of -p: key:value pairs (values read as YAML, never evaluated)",
+    )  # fmt: skip
+    fit.add_argument(
+        "--env-kwargs", nargs="+", metavar="KEY:VALUE", help="keywords of the env (values read as YAML), e.g. "
+        "reset_noise_scale:0.01",
+    )  # fmt: skip
+    fit.add_argument("--tensorboard-log", type=pathlib.Path, help="also write TensorBoard events under this folder")
     fit.add_argument("--hparams", type=pathlib.Path, default=None, help="a ppo.yml (default: zoo_hparams/)")
-    fit.add_argument("--log-folder", type=pathlib.Path, help="where run folders go (default: runs)")
+    fit.add_argument("-f", "--log-folder", type=pathlib.Path, help="where run folders go (default: runs)")
     fit.add_argument(
         "--eval-freq", type=flag_type("eval_freq", allow_off=True), help='env steps between evaluations, or "off" '
         "(default: 10000)",
@@ -88,16 +111,19 @@ def build_parser() -> argparse.ArgumentParser:
         "--resume", type=pathlib.Path, default=None, metavar="RUN_DIR",
         help="continue a run (with --n-timesteps: to a new budget)",
     )  # fmt: skip
-    fit.add_argument("--no-progress-bar", action="store_true")
-    fit.set_defaults(handler=train)
+    fit.add_argument("--no-progress-bar", action="store_true", help="no progress bar (logs only)")
 
-    for name in ("eval", "enjoy"):
-        check = commands.add_parser(name, help="evaluate a run's model deterministically")
-        check.add_argument("--run", type=pathlib.Path, required=True, metavar="RUN_DIR")
-        check.add_argument("--episodes", type=flag_type("episodes"), default=10)
-        check.add_argument("--best", action="store_true", help="the best model by evaluation instead of the final")
-        check.add_argument("--seed", type=int, default=12_345)
-        check.set_defaults(handler=evaluate)
+    check = commands.add_parser("eval", help="evaluate a run's model deterministically")
+    add_model_flags(check)
+    check.add_argument("--seed", type=int, default=12_345, help="seed of the evaluation env")
+
+    watch = commands.add_parser("enjoy", help="watch a run's policy: a window with a display, else a video")
+    add_model_flags(watch)
+    watch.add_argument("--no-render", action="store_true", help="only print the returns (as eval)")
+    watch.add_argument("--seed", type=int, default=0, help="seed of the env")
+
+    listing = commands.add_parser("envs", help="the registered ids: spaces, solved thresholds, the extra each needs")
+    del listing
 
     video = commands.add_parser("record", help="render a run's policy off-screen into a video")
     video.add_argument("--run", type=pathlib.Path, required=True, metavar="RUN_DIR")
@@ -107,7 +133,6 @@ def build_parser() -> argparse.ArgumentParser:
     video.add_argument("--fps", type=flag_type("fps"), default=None, help="default: the env's render_fps")
     video.add_argument("--best", action="store_true")
     video.add_argument("--seed", type=int, default=0)
-    video.set_defaults(handler=record)
 
     search = commands.add_parser("tune", help="Optuna search over PPO hyperparameters (one study, many workers)")
     search.add_argument("--env", required=True, help="registered env id")
@@ -136,10 +161,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--out", type=pathlib.Path, default=None, help="best entry (default: <log-folder>/tune_<env>_best.yml)"
     )
     search.add_argument("--no-progress-bar", action="store_true")
-    search.set_defaults(handler=tune)
 
     bench = commands.add_parser("benchmark", help="train every zoo entry over seeds beside stock SB3; table and plots")
-    bench.add_argument("--envs", nargs="+", default=DEFAULT_ENVS)
+    bench.add_argument("--envs", nargs="+", default=None, help="env ids (default: the MuJoCo entries)")
     bench.add_argument("--seeds", type=flag_type("seeds"), default=3, help="number of seeds")
     bench.add_argument("--first-seed", type=int, default=0, help="seeds are first-seed, first-seed + 1, ...")
     bench.add_argument("--jobs", type=flag_type("jobs"), default=1, help="runs at a time, in separate processes")
@@ -149,12 +173,10 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--no-sb3", action="store_true", help="skip the stock SB3 rows")
     bench.add_argument("--hparams", type=pathlib.Path, default=None, help="a ppo.yml (default: zoo_hparams/)")
     bench.add_argument("--out", type=pathlib.Path, default=pathlib.Path("bench/results/zoo"))
-    bench.set_defaults(handler=benchmark)
 
     curves = commands.add_parser("plot", help="learning curves (mean ± std over runs) as a PNG")
     curves.add_argument("runs", type=pathlib.Path, nargs="+", metavar="RUN_DIR")
     curves.add_argument("--out", type=pathlib.Path, default=pathlib.Path("curves.png"))
-    curves.set_defaults(handler=plot)
 
     demos = commands.add_parser("collect-demos", help="save deterministic rollouts of a trained policy")
     demos.add_argument("--model", type=pathlib.Path, required=True, help="a model zip saved by roboppo")
@@ -162,12 +184,10 @@ def build_parser() -> argparse.ArgumentParser:
     demos.add_argument("--episodes", type=flag_type("episodes"), default=50)
     demos.add_argument("--out", type=pathlib.Path, required=True, help="output .npz")
     demos.add_argument("--seed", type=int, default=0)
-    demos.set_defaults(handler=collect_demos)
 
     cloning = commands.add_parser("bc", help="behaviour cloning from demonstrations (imitation's BC)")
     add_demo_flags(cloning)
     cloning.add_argument("--batches", type=flag_type("bc_batches"), default=10_000, help="gradient steps")
-    cloning.set_defaults(handler=bc)
 
     imitate = commands.add_parser("gail", help="imitate demonstrations with GAIL")
     add_demo_flags(imitate)
@@ -178,8 +198,27 @@ def build_parser() -> argparse.ArgumentParser:
     imitate.add_argument(
         "--bc-batches", type=flag_type("bc_batches"), default=10_000, help="BC steps for --init-from-bc"
     )
-    imitate.set_defaults(handler=gail)
+
+    deploy = commands.add_parser("export", help="write a run's policy as one ONNX or TorchScript file for a robot")
+    deploy.add_argument("--run", type=pathlib.Path, required=True, metavar="RUN_DIR")
+    deploy.add_argument("--format", choices=("onnx", "torchscript"), default="onnx", help="file format")
+    deploy.add_argument("--out", type=pathlib.Path, required=True, help="file to write (.onnx or .pt)")
+    deploy.add_argument("--best", action="store_true", help="the best model by evaluation instead of the final")
     return parser
+
+
+def add_model_flags(command: argparse.ArgumentParser) -> None:
+    """Which model ``eval`` and ``enjoy`` load: ``--run`` or, as rl-zoo3 does, ``--folder --env --exp-id``."""
+    command.add_argument("--run", type=pathlib.Path, metavar="RUN_DIR", help="a run folder (train, gail or quickstart)")
+    command.add_argument("-f", "--folder", type=pathlib.Path, help="rl-zoo3 style: the log folder holding the runs")
+    command.add_argument("--env", help="with --folder: the env id of the run")
+    command.add_argument(
+        "--exp-id", type=int, default=0, help="with --folder: the N-th run of --env, oldest first (0: the latest)"
+    )
+    command.add_argument("-n", "--episodes", type=flag_type("episodes"), default=10, help="episodes to run")
+    command.add_argument("--eval-episodes", type=flag_type("episodes"), dest="episodes", help="same as --episodes")
+    command.add_argument("--best", "--load-best", action="store_true", help="the best model by evaluation")
+    command.add_argument("--load-checkpoint", type=int, metavar="STEPS", help="the checkpoint saved at STEPS steps")
 
 
 def add_demo_flags(command: argparse.ArgumentParser) -> None:
@@ -206,15 +245,32 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "train" and args.env is None and args.resume is None:
         parser.error("train needs --env ID, or --resume RUN_DIR to continue a run")
-    handler: Callable[[argparse.Namespace], int] = args.handler
+    if args.command in ("eval", "enjoy") and (args.run is None) == (args.folder is None or args.env is None):
+        parser.error(f"{args.command} needs --run RUN_DIR, or --folder FOLDER --env ID [--exp-id N]")
     try:
-        return handler(args)
-    except USER_ERRORS as error:
+        return load_handler(args.command)(args)
+    except (UserInputError, FileNotFoundError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"interrupted: {args.command} stopped", file=sys.stderr)
         return INTERRUPTED
+
+
+def load_handler(command: str) -> Callable[[argparse.Namespace], int]:
+    """The function that runs ``command``; a missing optional package is a :class:`MissingDependencyError`."""
+    module_name, function = HANDLERS[command].split(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as error:
+        package = (error.name or "").split(".")[0]
+        if package not in OPTIONAL:
+            raise
+        raise MissingDependencyError(
+            f"roboppo-zoo {command} needs the {package} package, which is not installed: {OPTIONAL[package]}"
+        ) from error
+    handler: Callable[[argparse.Namespace], int] = getattr(module, function)
+    return handler
 
 
 def entry_point() -> None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from typing import Any
 
 import numpy as np
@@ -17,7 +16,7 @@ from roboppo.common.hparams import load_gail_hparams
 from roboppo.gail import Demonstrations, GAILTrainer, collect_demonstrations, load_demonstrations, save_demonstrations
 from roboppo.gail.bc import reset_action_std, train_bc
 from roboppo.ppo import PPO
-from roboppo.zoo.runs import check_log_folder, write_atomic
+from roboppo.zoo.runs import check_log_folder, new_run_dir, run_name, write_atomic
 
 
 def collect_demos(args: argparse.Namespace) -> int:
@@ -49,7 +48,7 @@ def bc(args: argparse.Namespace) -> int:
     entry = load_gail_hparams(args.env, args.hparams)
     demos = load_demos(args)
     check_log_folder(args.log_folder)
-    run_dir = args.log_folder / f"bc_{args.env}_seed{args.seed}_{time.strftime('%Y%m%d-%H%M%S')}"
+    run_dir = new_run_dir(args.log_folder, run_name("bc", args.env, args.seed))
     eval_env = make_env_from_id(args.env, seed=args.seed + 10_000)
     model = PPO("MlpPolicy", make_env_from_id(args.env, seed=args.seed), seed=args.seed, **entry.ppo_kwargs)
     print(f"BC on {args.env}: {len(demos.trajectories)} expert episodes, {demos.n_transitions:,} transitions")
@@ -71,11 +70,8 @@ def gail(args: argparse.Namespace) -> int:
     demos = load_demos(args)
     check_log_folder(args.log_folder)
     budget = args.n_timesteps or entry.n_timesteps
-    run_dir = args.log_folder / f"gail_{args.env}_seed{args.seed}_{time.strftime('%Y%m%d-%H%M%S')}"
-    trainer = GAILTrainer(
-        args.env, demos, n_envs=entry.n_envs, seed=args.seed, ppo_kwargs=entry.ppo_kwargs,
-        log_dir=run_dir, **entry.trainer_kwargs,
-    )  # fmt: skip
+    run_dir = new_run_dir(args.log_folder, run_name("gail", args.env, args.seed))
+    trainer = GAILTrainer.from_zoo(args.env, demos, seed=args.seed, log_dir=run_dir, hparams=args.hparams)
     eval_env = make_env_from_id(args.env, seed=args.seed + 10_000)
     print(f"GAIL on {args.env}: {len(demos.trajectories)} expert episodes ({demos.source} format), {budget:,} steps")
     if args.init_from_bc:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import pathlib
 from collections import defaultdict
 
 import gymnasium as gym
@@ -17,8 +18,6 @@ from roboppo.zoo.runs import model_file, read_config
 
 def record(args: argparse.Namespace) -> int:
     """Render ``--episodes`` deterministic episodes off-screen into a video file (mp4 or gif)."""
-    import imageio.v2 as imageio
-
     config = read_config(args.run)
     model = PPO.load(model_file(args.run, best=args.best))
     env = gym.make(config["env"], render_mode="rgb_array")
@@ -33,16 +32,26 @@ def record(args: argparse.Namespace) -> int:
             if terminated or truncated:
                 break
     env.close()
-    fps = float(args.fps or int(env.metadata.get("render_fps", 30)))
-    with atomic_target(args.out) as partial:
-        if args.out.suffix.lower() == ".gif":
+    count, fps = write_video(args.out, frames, float(args.fps or int(env.metadata.get("render_fps", 30))))
+    print(f"{count} frames of {config['env']} at {fps:g} fps written to {args.out}")
+    return 0
+
+
+def write_video(path: pathlib.Path, frames: list[np.ndarray], fps: float) -> tuple[int, float]:
+    """Write ``frames`` as an mp4 or (by the suffix) a looping GIF that plays at real time; atomically.
+
+    :return: the frames written and their rate (a GIF keeps every n-th frame, see :func:`gif_frame_step`).
+    """
+    import imageio.v2 as imageio
+
+    with atomic_target(path) as partial:
+        if path.suffix.lower() == ".gif":
             step = gif_frame_step(fps)
             frames, fps = frames[::step], fps / step
             imageio.mimwrite(partial, frames, duration=round(1000 / fps), loop=0)  # type: ignore[arg-type]
         else:
             imageio.mimwrite(partial, frames, fps=fps)  # type: ignore[arg-type]
-    print(f"{len(frames)} frames of {config['env']} at {fps:g} fps written to {args.out}")
-    return 0
+    return len(frames), fps
 
 
 def gif_frame_step(fps: float, max_fps: float = 50.0, tolerance: float = 0.12) -> int:

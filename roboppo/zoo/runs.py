@@ -16,18 +16,23 @@ import json
 import os
 import pathlib
 import re
+import time
 import zipfile
 from typing import Any
 
 import yaml
 
+from roboppo.common.errors import UserInputError
 from roboppo.common.files import write_atomic
 
 CONFIG_FILE = "config.yml"
 CHECKPOINTS = "checkpoints"
 
 
-class RunFolderError(ValueError):
+INTERRUPTED = 130  # exit code after Ctrl-C or SIGTERM, as a shell reports a SIGINT
+
+
+class RunFolderError(UserInputError, ValueError):
     """A folder that is not a roboppo run."""
 
 
@@ -67,6 +72,11 @@ def check_log_folder(folder: pathlib.Path, flag: str = "--log-folder") -> None:
         raise RunFolderError(
             f"{flag} {folder} is not writable{where}: read-only or no permission; pass a folder you can write."
         )
+
+
+def run_name(algo: str, env_id: str, seed: int) -> str:
+    """The one naming scheme of run folders (quickstart, ``train``, ``gail``): ``<algo>_<env>_seed<seed>_<time>``."""
+    return f"{algo}_{env_id}_seed{seed}_{time.strftime('%Y%m%d-%H%M%S')}"
 
 
 def new_run_dir(log_folder: pathlib.Path, name: str) -> pathlib.Path:
@@ -115,9 +125,12 @@ def latest_checkpoint(run_dir: pathlib.Path) -> pathlib.Path:
 
 
 def model_file(run_dir: pathlib.Path, best: bool = False) -> pathlib.Path:
-    """The run's final (or best) model, falling back to the latest checkpoint for interrupted runs."""
+    """The run's final (or best) model, falling back to the latest checkpoint for interrupted runs.
+
+    A GAIL run's model is its generator (``generator.zip``), a roboppo PPO model like any other.
+    """
     read_config(run_dir)
-    for name in (["best_model.zip"] if best else []) + ["model.zip"]:
+    for name in (["best_model.zip"] if best else []) + ["model.zip", "generator.zip"]:
         if (run_dir / name).is_file():
             return run_dir / name
     return latest_checkpoint(run_dir)

@@ -27,11 +27,12 @@ from roboppo.common.validation import OFF, check_rollout
 from roboppo.ppo import PPO
 from roboppo.zoo.runs import (
     CHECKPOINTS,
+    INTERRUPTED,
     check_log_folder,
-    model_file,
     new_run_dir,
     read_config,
     resume_point,
+    run_name,
     write_config,
 )
 
@@ -57,8 +58,12 @@ FIXED_BY_RUN = (
     "eval_freq",
     "eval_episodes",
     "save_freq",
+    "params",
+    "env_kwargs",
+    "tensorboard_log",
 )
-INTERRUPTED = 130  # exit code after Ctrl-C or SIGTERM, as a shell reports a SIGINT
+
+FLAG_NAMES = {"p": "-p", "params": "-params"}
 
 
 def train(args: argparse.Namespace) -> int:
@@ -69,7 +74,8 @@ def train(args: argparse.Namespace) -> int:
                 for key, default in TRAIN_DEFAULTS.items()}  # fmt: skip
     settings.update({key: None for key in ("eval_freq", "save_freq") if settings[key] == OFF})
     check_env_id(args.env)
-    overrides = parse_overrides(args.p or [])
+    overrides = parse_overrides([*(args.p or []), *(colon_pair(pair, "-params") for pair in args.params or [])])
+    env_kwargs_given = parse_overrides([colon_pair(pair, "--env-kwargs") for pair in args.env_kwargs or []])
     entry = load_ppo_hparams(args.env, args.hparams, overrides, device=settings["device"])
     n_envs = args.n_envs or entry.n_envs
     if args.n_envs is not None:
@@ -89,6 +95,8 @@ def train(args: argparse.Namespace) -> int:
         "save_freq": settings["save_freq"],
         "hparams_file": None if args.hparams is None else str(args.hparams),
         "overrides": overrides,
+        "env_kwargs": env_kwargs_given or None,
+        "tensorboard_log": None if args.tensorboard_log is None else str(args.tensorboard_log),
     }
     env_kwargs = apply_threads(config)
     try:
@@ -101,8 +109,9 @@ def train(args: argparse.Namespace) -> int:
     except ValueError as error:  # a combination SB3 or the policy refuse, e.g. use_sde with the tanh policy
         raise HparamsError(f"{entry.source}: these settings cannot build a model: {error}") from error
     print(f"Hyperparameters from {model.hyperparams_source}")
-    name = f"ppo_{args.env}_seed{config['seed']}_{time.strftime('%Y%m%d-%H%M%S')}"
-    run_dir = new_run_dir(settings["log_folder"], name)
+    config["hyperparams_source"] = model.hyperparams_source
+    config["hyperparams"] = model.resolved_hyperparams()  # every PPO and policy keyword, as trained
+    run_dir = new_run_dir(settings["log_folder"], run_name("ppo", args.env, config["seed"]))
     write_config(run_dir, config, sys.argv)
     return _learn(model, run_dir, config, progress_bar=not args.no_progress_bar)
 
@@ -115,7 +124,7 @@ def resume(args: argparse.Namespace) -> int:
     """
     given = [key for key in FIXED_BY_RUN if getattr(args, key, None) is not None]
     if given:
-        flags = ", ".join("-p" if key == "p" else "--" + key.replace("_", "-") for key in given)
+        flags = ", ".join(FLAG_NAMES.get(key, "--" + key.replace("_", "-")) for key in given)
         raise HparamsError(
             f"{flags} cannot change a run being resumed (its config.yml fixes them); with --resume only "
             "--n-timesteps, --env-threads, --torch-threads and --no-progress-bar apply. Start a new run to change them."
@@ -148,24 +157,32 @@ def resume(args: argparse.Namespace) -> int:
 
 
 def apply_threads(config: dict[str, Any]) -> dict[str, Any] | None:
-    """Set torch's thread count from the run's config; return the env kwargs for the worker threads."""
+    """Set torch's thread count from the run's config; return the env kwargs (``--env-kwargs``, worker threads)."""
     if config.get("torch_threads") is not None:
         th.set_num_threads(config["torch_threads"])
+    env_kwargs = dict(config.get("env_kwargs") or {})
     if config.get("env_threads") is None:
-        return None
+        return env_kwargs or None
     if not roboppo_envs.has_vector_env(config["env"]) or roboppo_envs.is_brax_id(config["env"]):
         raise HparamsError(f"--env-threads applies to roboppo's MuJoCo ids, not to {config['env']}.")
-    return {"num_threads": config["env_threads"]}
+    return env_kwargs | {"num_threads": config["env_threads"]}
+
+
+def colon_pair(pair: str, flag: str) -> str:
+    """rl-zoo3's ``key:value`` as roboppo's ``key=value``."""
+    key, sep, value = pair.partition(":")
+    if not sep or not key:
+        raise HparamsError(f"{flag} {pair!r} is not key:value (for example {flag} learning_rate:3e-4).")
+    return f"{key}={value}"
 
 
 def _learn(model: PPO, run_dir: pathlib.Path, config: dict[str, Any], progress_bar: bool) -> int:
     """Train to the run's budget with evaluations and checkpoints; save ``model.zip`` also when interrupted."""
     start_steps = model.num_timesteps
     csv_name = "progress.csv" if start_steps == 0 else f"progress-from-{start_steps}.csv"
+    events = pathlib.Path(config["tensorboard_log"]) / run_dir.name if config.get("tensorboard_log") else run_dir
     model.set_logger(
-        Logger(
-            str(run_dir), [make_output_format("tensorboard", str(run_dir)), CSVOutputFormat(str(run_dir / csv_name))]
-        )
+        Logger(str(run_dir), [make_output_format("tensorboard", str(events)), CSVOutputFormat(str(run_dir / csv_name))])
     )
     evaluation = _evaluation(model, run_dir, config)
     callbacks: list[BaseCallback] = [] if evaluation is None else [evaluation]
@@ -173,28 +190,47 @@ def _learn(model: PPO, run_dir: pathlib.Path, config: dict[str, Any], progress_b
         save_every = max(config["save_freq"] // model.n_envs, 1)
         callbacks.append(CheckpointCallback(save_every, str(run_dir / CHECKPOINTS), "ppo"))
     remaining = config["n_timesteps"] - start_steps
+    start = time.perf_counter()
     with _stop_on_signals() as stopper:
         model.learn(remaining, callback=[stopper, *callbacks], progress_bar=progress_bar, reset_num_timesteps=False)
+    seconds = time.perf_counter() - start
     model.save(run_dir / "model.zip")
-    best = _best_evaluation(evaluation)
+    _summary(model, run_dir, config, evaluation, seconds, model.num_timesteps - start_steps)
     if stopper.received is not None:
-        print(
-            f"Interrupted: {config['env']} at {model.num_timesteps:,} of {config['n_timesteps']:,} steps{best}; "
-            f"model.zip saved. Continue with: roboppo-zoo train --resume {run_dir}"
-        )
+        print(f"Interrupted at {model.num_timesteps:,} of {config['n_timesteps']:,} steps; model.zip saved.")
+        print(f"  continue:    roboppo-zoo train --resume {run_dir}")
         return INTERRUPTED
-    print(f"Trained {config['env']} to {model.num_timesteps:,} steps{best}; run folder {run_dir}")
     return 0
+
+
+def _summary(
+    model: PPO, run_dir: pathlib.Path, config: dict[str, Any], evaluation: EvalCallback | None, seconds: float,
+    steps: int,
+) -> None:  # fmt: skip
+    """The end of a run: final and best evaluation, steps, time, where the files are, what to run next."""
+    env = make_env_from_id(config["env"], n_envs=1, seed=config["seed"] + 20_000, env_kwargs=config.get("env_kwargs"))
+    mean, std = evaluate_policy(model, env, n_eval_episodes=config["eval_episodes"], deterministic=True)
+    print(f"\n{config['env']}: {model.num_timesteps:,} env steps, {steps:,} in this session in {seconds:.1f} s "
+          f"({steps / max(seconds, 1e-9):,.0f} steps/s)")  # fmt: skip
+    print(f"  final evaluation: {mean:.1f} ± {std:.1f} over {config['eval_episodes']} deterministic episodes")
+    print(f"  best evaluation:  {_best_evaluation(evaluation)}")
+    print(f"  run folder:  {run_dir}  (model.zip, best_model.zip, checkpoints/, config.yml, progress.csv)")
+    print(f"  next:        roboppo-zoo enjoy --run {run_dir}")
+    print(f"               roboppo-zoo plot {run_dir} --out curves.png")
+    print(f"               roboppo-zoo export --run {run_dir} --out policy.onnx")
+    print(f"               tensorboard --logdir {config.get('tensorboard_log') or run_dir.parent}")
 
 
 def _evaluation(model: PPO, run_dir: pathlib.Path, config: dict[str, Any]) -> EvalCallback | None:
     """The periodic evaluation (None when ``--eval-freq off``), continuing the run's history up to the model's steps."""
     if config["eval_freq"] is None:
         return None
-    eval_env = make_env_from_id(config["env"], n_envs=1, seed=config["seed"] + 10_000)
+    eval_env = make_env_from_id(
+        config["env"], n_envs=1, seed=config["seed"] + 10_000, env_kwargs=config.get("env_kwargs")
+    )
     evaluation = EvalCallback(
         eval_env, n_eval_episodes=config["eval_episodes"], eval_freq=max(config["eval_freq"] // model.n_envs, 1),
-        best_model_save_path=str(run_dir), log_path=str(run_dir), verbose=0,
+        best_model_save_path=str(run_dir), log_path=str(run_dir), verbose=1,
     )  # fmt: skip
     path = run_dir / "evaluations.npz"
     if not path.is_file():
@@ -212,10 +248,10 @@ def _evaluation(model: PPO, run_dir: pathlib.Path, config: dict[str, Any]) -> Ev
 
 def _best_evaluation(evaluation: EvalCallback | None) -> str:
     if evaluation is None:
-        return ""
+        return "none (--eval-freq off)"
     if not math.isfinite(evaluation.best_mean_reward):
-        return "; no evaluation ran (the budget ended before --eval-freq steps)"
-    return f"; best evaluation {evaluation.best_mean_reward:.1f}"
+        return "no evaluation ran (the budget ended before --eval-freq steps)"
+    return f"{evaluation.best_mean_reward:.1f} (best_model.zip)"
 
 
 class StopOnSignal(BaseCallback):
@@ -252,14 +288,3 @@ def _stop_on_signals() -> Iterator[StopOnSignal]:
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
-
-
-def evaluate(args: argparse.Namespace) -> int:
-    """Deterministic evaluation of a run's model: mean ± std return over ``--episodes`` episodes."""
-    config = read_config(args.run)
-    path = model_file(args.run, best=args.best)
-    model = PPO.load(path)
-    env = make_env_from_id(config["env"], n_envs=1, seed=args.seed)
-    mean, std = evaluate_policy(model, env, n_eval_episodes=args.episodes, deterministic=True)
-    print(f"{config['env']} {path}: {mean:.1f} ± {std:.1f} over {args.episodes} deterministic episodes")
-    return 0

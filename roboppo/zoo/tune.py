@@ -27,6 +27,7 @@ import yaml
 from stable_baselines3.common.callbacks import EvalCallback
 
 from roboppo.common.env_util import check_env_id, make_env_from_id
+from roboppo.common.errors import UserInputError
 from roboppo.common.hparams import load_ppo_hparams
 from roboppo.ppo import PPO
 from roboppo.zoo.runs import check_log_folder, write_atomic
@@ -39,7 +40,7 @@ GRACE_FACTOR = 3  # a running trial is stale after this many heartbeat intervals
 MAX_RETRY = 2  # re-runs of a trial whose worker died
 
 
-class TuneError(Exception):
+class TuneError(UserInputError):
     """Bad input to ``tune`` (reported as one ``error:`` line, exit code 2)."""
 
 

@@ -17,7 +17,10 @@ adapter is a ``gymnasium.vector.VectorEnv`` instead:
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
+import sys
 
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # share the GPU with torch
 
@@ -29,10 +32,17 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 
 from roboppo_envs.jax_cache import enable_compilation_cache
 
+# MuJoCo's MJX prints "Failed to import warp: ..." and "Failed to import mujoco_warp: ..." when
+# Brax imports it without NVIDIA Warp, which only its GPU pipeline uses: those two lines are dropped.
+_QUIET = ("Failed to import warp:", "Failed to import mujoco_warp:")
+
 try:
     import jax
     import jax.numpy as jnp
-    from brax import envs as brax_envs
+
+    with contextlib.redirect_stdout(io.StringIO()) as _printed:
+        from brax import envs as brax_envs
+    sys.stdout.writelines(line for line in _printed.getvalue().splitlines(True) if not line.startswith(_QUIET))
 except ImportError as error:  # pragma: no cover - exercised only without the extra
     raise ImportError(
         "Brax environments need JAX and Brax: pip install 'roboppo[brax]' (bash scripts/setup.sh installs them)."

@@ -57,6 +57,19 @@ def test_train_uses_the_settings_of_the_python_line(run_dir: pathlib.Path) -> No
     assert cli.hyperparams["policy_kwargs"] == {"net_arch": [16]}
 
 
+def test_config_holds_every_ppo_and_policy_keyword_the_run_trained_with(run_dir: pathlib.Path) -> None:
+    settings = yaml.safe_load((run_dir / "config.yml").read_text())["hyperparams"]
+    model = PPO.load(run_dir / "model.zip")
+    for key in ("n_steps", "batch_size", "n_epochs", "gamma", "gae_lambda", "ent_coef", "vf_coef", "max_grad_norm"):
+        assert settings[key] == getattr(model, key), key
+    assert {"target_kl", "normalize_advantage", "clip_range_vf", "stats_window_size", "use_sde"} <= set(settings)
+    assert settings["reward_scale"] == model.reward_scale and settings["train_backend"] == model.train_backend
+    policy = settings["policy_kwargs"]
+    assert policy["net_arch"] == [16] and policy["activation_fn"] in ("tanh", "relu", "silu", "elu")
+    assert policy["normalize_obs"] is True and policy["log_std_init"] == model.policy.log_std_init
+    assert isinstance(settings["learning_rate"], (float, dict))  # a number, or the entry's schedule mapping
+
+
 def test_resume_continues_the_step_count_and_the_history(tmp_path: pathlib.Path) -> None:
     run = train(tmp_path)
     (run / "model.zip").unlink()  # as if interrupted after the last checkpoint
@@ -72,8 +85,33 @@ def test_resume_continues_the_step_count_and_the_history(tmp_path: pathlib.Path)
 def test_eval_prints_mean_and_std(run_dir: pathlib.Path, capsys: pytest.CaptureFixture) -> None:
     assert main(["eval", "--run", str(run_dir), "--episodes", "3"]) == 0
     assert "± " in capsys.readouterr().out
-    assert main(["enjoy", "--run", str(run_dir), "--episodes", "2", "--best"]) == 0
+    assert main(["enjoy", "--run", str(run_dir), "-n", "2", "--load-best", "--no-render"]) == 0
     assert "best_model.zip" in capsys.readouterr().out
+    assert main(["eval", "--run", str(run_dir), "-n", "1", "--load-checkpoint", "512"]) == 0
+    assert "ppo_512_steps.zip" in capsys.readouterr().out
+    assert main(["eval", "--run", str(run_dir), "--load-checkpoint", "500"]) == 2
+    assert "no checkpoint at 500 steps; saved: ['ppo_1024_steps.zip', 'ppo_512_steps.zip']" in capsys.readouterr().err
+
+
+def test_enjoy_finds_runs_the_rl_zoo3_way_and_writes_a_video_without_a_display(
+    run_dir: pathlib.Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    monkeypatch.delenv("DISPLAY", raising=False)
+    monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
+    argv = ["enjoy", "-f", str(run_dir.parent), "--env", ENV, "--exp-id", "0", "-n", "1"]
+    assert main(argv) == 0
+    video = run_dir / "videos" / "enjoy.mp4"
+    assert video.is_file() and len(list(imageio.get_reader(video))) > 1
+    assert "no display" in capsys.readouterr().out
+    assert main([*argv[:4], "--env", "RoboHopper-v0"]) == 2
+    assert "holds no run of RoboHopper-v0" in capsys.readouterr().err
+
+
+def test_envs_lists_every_id_with_its_spaces_and_extra(capsys: pytest.CaptureFixture) -> None:
+    assert main(["envs"]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"RoboHopper-v0\s+MuJoCo\s+11\s+3 in \[-1, 1\]\s+3,800\s+core", out)
+    assert re.search(r"RoboAnt-v0\s+Brax\s+27\s+8 in \[-1, 1\]\s+-\s+brax", out)
 
 
 def test_record_writes_a_playable_video(run_dir: pathlib.Path, tmp_path: pathlib.Path) -> None:
@@ -213,3 +251,15 @@ def test_version(capsys: pytest.CaptureFixture) -> None:
         main(["--version"])
     assert exit_info.value.code == 0
     assert capsys.readouterr().out.strip() == f"roboppo-zoo {roboppo.__version__}"
+
+
+def test_export_writes_a_file_that_acts_like_the_run_model(run_dir: pathlib.Path, tmp_path: pathlib.Path) -> None:
+    import torch as th
+
+    out = tmp_path / "pendulum.pt"
+    assert main(["export", "--run", str(run_dir), "--format", "torchscript", "--out", str(out)]) == 0
+    observations = np.random.default_rng(0).normal(size=(50, 4)).astype(np.float32)
+    with th.no_grad():
+        actions = th.jit.load(str(out))(th.as_tensor(observations)).numpy()
+    expected, _ = PPO.load(run_dir / "model.zip").predict(observations, deterministic=True)
+    np.testing.assert_allclose(actions, expected, rtol=0, atol=1e-5)

@@ -1,0 +1,119 @@
+"""``roboppo-zoo eval``, ``enjoy`` and ``envs``: run a trained policy, watch it, list what can be trained."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import pathlib
+import sys
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+from stable_baselines3.common.evaluation import evaluate_policy
+
+import roboppo_envs
+from roboppo.common.env_util import make_env_from_id
+from roboppo.ppo import PPO
+from roboppo.zoo.runs import CHECKPOINTS, RunFolderError, model_file, read_config
+
+# the Brax robots' spaces, so that listing them needs neither JAX nor a compilation
+BRAX_DIMS = {
+    "RoboAnt-v0": (27, 8),
+    "RoboHalfCheetah-v0": (18, 6),
+    "RoboHumanoid-v0": (244, 17),
+    "RoboBraxHopper-v0": (11, 3),
+    "RoboBraxInvertedPendulum-v0": (4, 1),
+}
+
+
+def find_run(args: argparse.Namespace) -> pathlib.Path:
+    """``--run``, or (rl-zoo3's way) the ``--exp-id``-th run of ``--env`` in ``--folder`` (0: the latest)."""
+    if args.run is not None:
+        return pathlib.Path(args.run)
+    runs = sorted(p for p in pathlib.Path(args.folder).glob(f"*_{args.env}_seed*") if (p / "config.yml").is_file())
+    if not runs:
+        raise RunFolderError(f"{args.folder} holds no run of {args.env}; train one with roboppo-zoo train --env ...")
+    runs.sort(key=lambda p: p.stat().st_mtime)
+    if args.exp_id > len(runs):
+        raise RunFolderError(f"--exp-id {args.exp_id}: {args.folder} holds {len(runs)} runs of {args.env}.")
+    return runs[args.exp_id - 1] if args.exp_id > 0 else runs[-1]
+
+
+def chosen_model(args: argparse.Namespace, run: pathlib.Path) -> pathlib.Path:
+    """The final model, the best (``--best``) or the checkpoint at ``--load-checkpoint`` steps."""
+    if args.load_checkpoint is None:
+        return model_file(run, best=args.best)
+    path = run / CHECKPOINTS / f"ppo_{args.load_checkpoint}_steps.zip"
+    if not path.is_file():
+        saved = sorted(p.name for p in (run / CHECKPOINTS).glob("*.zip")) if (run / CHECKPOINTS).is_dir() else []
+        raise RunFolderError(f"{run} has no checkpoint at {args.load_checkpoint} steps; saved: {saved or 'none'}.")
+    return path
+
+
+def evaluate(args: argparse.Namespace) -> int:
+    """Deterministic evaluation of a run's model: mean ± std return over ``--episodes`` episodes."""
+    run = find_run(args)
+    config = read_config(run)
+    path = chosen_model(args, run)
+    model = PPO.load(path)
+    env = make_env_from_id(config["env"], n_envs=1, seed=args.seed, env_kwargs=config.get("env_kwargs"))
+    mean, std = evaluate_policy(model, env, n_eval_episodes=args.episodes, deterministic=True)
+    print(f"{config['env']} {path}: {mean:.1f} ± {std:.1f} over {args.episodes} deterministic episodes")
+    return 0
+
+
+def has_display() -> bool:
+    """Whether a window can open: a display server (X11, Wayland) or a desktop OS."""
+    return sys.platform in ("darwin", "win32") or bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
+
+
+def enjoy(args: argparse.Namespace) -> int:
+    """Watch the policy: in a window where there is a display, else as ``<run>/videos/enjoy.mp4``."""
+    if args.no_render:
+        return evaluate(args)
+    run = find_run(args)
+    config = read_config(run)
+    model = PPO.load(chosen_model(args, run))
+    window = has_display()
+    env = gym.make(config["env"], render_mode="human" if window else "rgb_array", **(config.get("env_kwargs") or {}))
+    frames, returns = [], []
+    for episode in range(args.episodes):
+        obs, _ = env.reset(seed=args.seed + episode)
+        done, total = False, 0.0
+        while not done:
+            action, _ = model.predict(obs, deterministic=True)
+            obs, reward, terminated, truncated, _ = env.step(action)
+            total, done = total + float(reward), terminated or truncated
+            if not window:
+                frames.append(np.asarray(env.render()))
+        returns.append(total)
+    env.close()
+    print(f"{config['env']}: {np.mean(returns):.1f} ± {np.std(returns):.1f} over {args.episodes} episodes")
+    if not window:
+        from roboppo.zoo.media import write_video
+
+        out = run / "videos" / "enjoy.mp4"
+        out.parent.mkdir(exist_ok=True)
+        write_video(out, frames, float(env.metadata.get("render_fps", 30)))
+        print(f"no display: {len(frames)} frames written to {out}")
+    return 0
+
+
+def list_envs(args: argparse.Namespace) -> int:
+    """Print every registered id: physics, observation and action spaces, solved threshold, extra needed."""
+    print(f"{'id':32s} {'physics':8s} {'obs':>4s} {'action':>14s} {'solved at':>10s}  needs")
+    for env_id in roboppo_envs.roboppo_ids():
+        threshold = gym.spec(env_id).reward_threshold
+        solved = "-" if threshold is None else f"{threshold:,.0f}"
+        if roboppo_envs.is_brax_id(env_id):
+            obs_dim, act_dim = BRAX_DIMS[env_id]
+            print(f"{env_id:32s} {'Brax':8s} {obs_dim:>4d} {f'{act_dim} in [-1, 1]':>14s} {solved:>10s}  brax")
+            continue
+        env = gym.make(env_id)
+        obs_space, act_space = env.observation_space, env.action_space
+        assert isinstance(obs_space, spaces.Box) and isinstance(act_space, spaces.Box)
+        bounds = f"{act_space.shape[0]} in [{act_space.low.min():g}, {act_space.high.max():g}]"
+        print(f"{env_id:32s} {'MuJoCo':8s} {obs_space.shape[0]:>4d} {bounds:>14s} {solved:>10s}  core")
+        env.close()
+    return 0
