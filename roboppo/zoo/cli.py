@@ -24,7 +24,7 @@ import os
 import pathlib
 import sys
 from collections.abc import Callable, Sequence
-from typing import NoReturn
+from typing import Any, NoReturn
 
 os.environ.setdefault("MUJOCO_GL", "egl")  # off-screen rendering for `record`; read when mujoco loads
 
@@ -63,8 +63,24 @@ OPTIONAL = {
 positive_int = flag_type("threads")  # an integer of at least 1
 
 
+class DefaultsFormatter(argparse.HelpFormatter):
+    """Help lines end with the flag's default, unless the help text already says it or there is none."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        default = action.default
+        if "default" in text or default in (None, False, argparse.SUPPRESS) or not action.option_strings:
+            return text
+        return f"{text} (default: {default})"
+
+
 class Parser(argparse.ArgumentParser):
-    """argparse with bad input reported as one ``error:`` line (exit code 2) that points to ``--help``."""
+    """argparse with bad input reported as one ``error:`` line (exit code 2) that points to ``--help``,
+    and every flag's default in ``--help``."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", DefaultsFormatter)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"error: {message} (see {self.prog} --help)\n")
@@ -126,13 +142,13 @@ def build_parser() -> argparse.ArgumentParser:
     del listing
 
     video = commands.add_parser("record", help="render a run's policy off-screen into a video")
-    video.add_argument("--run", type=pathlib.Path, required=True, metavar="RUN_DIR")
+    video.add_argument("--run", type=pathlib.Path, required=True, metavar="RUN_DIR", help="a run folder")
     video.add_argument("--out", type=pathlib.Path, required=True, help="video file (.mp4 or .gif)")
-    video.add_argument("--episodes", type=flag_type("episodes"), default=1)
+    video.add_argument("--episodes", type=flag_type("episodes"), default=1, help="episodes to record")
     video.add_argument("--max-steps", type=flag_type("max_steps"), default=1000, help="steps per episode at most")
     video.add_argument("--fps", type=flag_type("fps"), default=None, help="default: the env's render_fps")
-    video.add_argument("--best", action="store_true")
-    video.add_argument("--seed", type=int, default=0)
+    video.add_argument("--best", action="store_true", help="the best model by evaluation instead of the final")
+    video.add_argument("--seed", type=int, default=0, help="seed of the env")
 
     search = commands.add_parser("tune", help="Optuna search over PPO hyperparameters (one study, many workers)")
     search.add_argument("--env", required=True, help="registered env id")
@@ -143,7 +159,7 @@ def build_parser() -> argparse.ArgumentParser:
     search.add_argument(
         "--eval-freq", type=flag_type("eval_freq"), default=10_000, help="env steps between evaluations"
     )
-    search.add_argument("--eval-episodes", type=flag_type("eval_episodes"), default=5)
+    search.add_argument("--eval-episodes", type=flag_type("eval_episodes"), default=5, help="episodes per evaluation")
     search.add_argument(
         "--storage", default=None,
         help="study database URL, e.g. postgresql+psycopg2://user:PASSWORD@host/db (default: $ROBOPPO_STORAGE, "
@@ -156,11 +172,11 @@ def build_parser() -> argparse.ArgumentParser:
     )  # fmt: skip
     search.add_argument("--env-threads", type=positive_int, help="threads of a MuJoCo batch (default: the cores)")
     search.add_argument("--torch-threads", type=positive_int, help="torch threads (1 is fastest for small networks)")
-    search.add_argument("--log-folder", type=pathlib.Path, default=pathlib.Path("runs"))
+    search.add_argument("--log-folder", type=pathlib.Path, default=pathlib.Path("runs"), help="where the study goes")
     search.add_argument(
         "--out", type=pathlib.Path, default=None, help="best entry (default: <log-folder>/tune_<env>_best.yml)"
     )
-    search.add_argument("--no-progress-bar", action="store_true")
+    search.add_argument("--no-progress-bar", action="store_true", help="no progress bar")
 
     bench = commands.add_parser("benchmark", help="train every zoo entry over seeds beside stock SB3; table and plots")
     bench.add_argument("--envs", nargs="+", default=None, help="env ids (default: the MuJoCo entries)")
@@ -168,22 +184,22 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--first-seed", type=int, default=0, help="seeds are first-seed, first-seed + 1, ...")
     bench.add_argument("--jobs", type=flag_type("jobs"), default=1, help="runs at a time, in separate processes")
     bench.add_argument("--n-timesteps", type=flag_type("n_timesteps"), default=None, help="override every budget")
-    bench.add_argument("--eval-freq", type=flag_type("eval_freq"), default=10_000)
-    bench.add_argument("--eval-episodes", type=flag_type("eval_episodes"), default=10)
+    bench.add_argument("--eval-freq", type=flag_type("eval_freq"), default=10_000, help="env steps between evaluations")
+    bench.add_argument("--eval-episodes", type=flag_type("eval_episodes"), default=10, help="episodes per evaluation")
     bench.add_argument("--no-sb3", action="store_true", help="skip the stock SB3 rows")
     bench.add_argument("--hparams", type=pathlib.Path, default=None, help="a ppo.yml (default: zoo_hparams/)")
-    bench.add_argument("--out", type=pathlib.Path, default=pathlib.Path("bench/results/zoo"))
+    bench.add_argument("--out", type=pathlib.Path, default=pathlib.Path("bench/results/zoo"), help="tables and plots")
 
     curves = commands.add_parser("plot", help="learning curves (mean ± std over runs) as a PNG")
     curves.add_argument("runs", type=pathlib.Path, nargs="+", metavar="RUN_DIR")
-    curves.add_argument("--out", type=pathlib.Path, default=pathlib.Path("curves.png"))
+    curves.add_argument("--out", type=pathlib.Path, default=pathlib.Path("curves.png"), help="the PNG to write")
 
     demos = commands.add_parser("collect-demos", help="save deterministic rollouts of a trained policy")
     demos.add_argument("--model", type=pathlib.Path, required=True, help="a model zip saved by roboppo")
     demos.add_argument("--env", required=True, help="registered env id")
-    demos.add_argument("--episodes", type=flag_type("episodes"), default=50)
+    demos.add_argument("--episodes", type=flag_type("episodes"), default=50, help="episodes to record")
     demos.add_argument("--out", type=pathlib.Path, required=True, help="output .npz")
-    demos.add_argument("--seed", type=int, default=0)
+    demos.add_argument("--seed", type=int, default=0, help="seed of the first episode")
 
     cloning = commands.add_parser("bc", help="behaviour cloning from demonstrations (imitation's BC)")
     add_demo_flags(cloning)
@@ -200,7 +216,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     deploy = commands.add_parser("export", help="write a run's policy as one ONNX or TorchScript file for a robot")
-    deploy.add_argument("--run", type=pathlib.Path, required=True, metavar="RUN_DIR")
+    deploy.add_argument("--run", type=pathlib.Path, required=True, metavar="RUN_DIR", help="a run folder")
     deploy.add_argument("--format", choices=("onnx", "torchscript"), default="onnx", help="file format")
     deploy.add_argument("--out", type=pathlib.Path, required=True, help="file to write (.onnx or .pt)")
     deploy.add_argument("--best", action="store_true", help="the best model by evaluation instead of the final")
@@ -229,14 +245,16 @@ def add_demo_flags(command: argparse.ArgumentParser) -> None:
     command.add_argument(
         "--clip-demo-actions", action="store_true", help="clip actions outside the env's bounds instead of refusing"
     )
-    command.add_argument("--seed", type=int, default=0)
-    command.add_argument("--log-folder", type=pathlib.Path, default=pathlib.Path("runs"))
+    command.add_argument("--seed", type=int, default=0, help="random seed")
+    command.add_argument("--log-folder", type=pathlib.Path, default=pathlib.Path("runs"), help="where run folders go")
     command.add_argument("--hparams", type=pathlib.Path, default=None, help="a gail.yml (default: zoo_hparams/)")
-    command.add_argument("--eval-episodes", type=flag_type("eval_episodes"), default=10)
+    command.add_argument(
+        "--eval-episodes", type=flag_type("eval_episodes"), default=10, help="final evaluation episodes"
+    )
     command.add_argument(
         "--allow-env-mismatch", action="store_true", help="accept demonstrations recorded on another env id"
     )
-    command.add_argument("--no-progress-bar", action="store_true")
+    command.add_argument("--no-progress-bar", action="store_true", help="no progress bar")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -74,8 +74,9 @@ def train(args: argparse.Namespace) -> int:
                 for key, default in TRAIN_DEFAULTS.items()}  # fmt: skip
     settings.update({key: None for key in ("eval_freq", "save_freq") if settings[key] == OFF})
     check_env_id(args.env)
-    overrides = parse_overrides([*(args.p or []), *(colon_pair(pair, "-params") for pair in args.params or [])])
-    env_kwargs_given = parse_overrides([colon_pair(pair, "--env-kwargs") for pair in args.env_kwargs or []])
+    params, env_pairs = getattr(args, "params", None) or [], getattr(args, "env_kwargs", None) or []
+    overrides = parse_overrides([*(args.p or []), *(colon_pair(pair, "-params") for pair in params)])
+    env_kwargs_given = parse_overrides([colon_pair(pair, "--env-kwargs") for pair in env_pairs])
     entry = load_ppo_hparams(args.env, args.hparams, overrides, device=settings["device"])
     n_envs = args.n_envs or entry.n_envs
     if args.n_envs is not None:
@@ -96,7 +97,7 @@ def train(args: argparse.Namespace) -> int:
         "hparams_file": None if args.hparams is None else str(args.hparams),
         "overrides": overrides,
         "env_kwargs": env_kwargs_given or None,
-        "tensorboard_log": None if args.tensorboard_log is None else str(args.tensorboard_log),
+        "tensorboard_log": None if getattr(args, "tensorboard_log", None) is None else str(args.tensorboard_log),
     }
     env_kwargs = apply_threads(config)
     try:
@@ -197,8 +198,10 @@ def _learn(model: PPO, run_dir: pathlib.Path, config: dict[str, Any], progress_b
     model.save(run_dir / "model.zip")
     _summary(model, run_dir, config, evaluation, seconds, model.num_timesteps - start_steps)
     if stopper.received is not None:
-        print(f"Interrupted at {model.num_timesteps:,} of {config['n_timesteps']:,} steps; model.zip saved.")
-        print(f"  continue:    roboppo-zoo train --resume {run_dir}")
+        print(
+            f"Interrupted at {model.num_timesteps:,} of {config['n_timesteps']:,} steps; model.zip saved. "
+            f"Continue with: roboppo-zoo train --resume {run_dir}"
+        )
         return INTERRUPTED
     return 0
 

@@ -251,7 +251,10 @@ def tune(args: argparse.Namespace) -> int:
 
 
 def _write_best(study: Any, args: argparse.Namespace, shown_url: str) -> int:
-    """Write the best complete trial as a ``ppo.yml`` entry with the budget it was trained on."""
+    """Write the best complete trial as a complete ``ppo.yml`` entry: every setting its trials trained with.
+
+    ``n_timesteps`` is the zoo entry's training budget; the trials' (shorter) budget is in the comment above it.
+    """
     import optuna
 
     complete = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
@@ -261,7 +264,13 @@ def _write_best(study: Any, args: argparse.Namespace, shown_url: str) -> int:
     best = study.best_trial
     settings, steps = fit_budget(sample_ppo(optuna.trial.FixedTrial(best.params)), args.n_timesteps)
     out = args.out or args.log_folder / f"tune_{args.env}_best.yml"
-    comment = f"# best of {len(complete)} complete trials in study {study.study_name}: mean return {best.value:.1f}\n"
-    write_atomic(out, comment + yaml.safe_dump({args.env: {"n_timesteps": steps, **settings}}, sort_keys=False))
+    tuned = load_ppo_hparams(args.env, overrides={k: v for k, v in settings.items() if k != "n_envs"})
+    entry = {**tuned.values, "n_timesteps": tuned.n_timesteps, "n_envs": settings["n_envs"]}
+    comment = (
+        f"# best of {len(complete)} complete trials in study {study.study_name}: mean return {best.value:.1f} after "
+        f"{steps:,} env steps per trial (the tuning budget).\n# Every setting the trials trained with, the zoo "
+        f"entry's included; n_timesteps is the zoo entry's training budget.\n"
+    )
+    write_atomic(out, comment + yaml.safe_dump({args.env: entry}, sort_keys=False))
     print(f"study {study.study_name} ({shown_url}): {len(study.trials)} trials, best {best.value:.1f}; entry in {out}")
     return 0

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import pathlib
 import sys
+from collections.abc import Iterator
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -14,6 +17,7 @@ from stable_baselines3.common.evaluation import evaluate_policy
 
 import roboppo_envs
 from roboppo.common.env_util import make_env_from_id
+from roboppo.common.files import atomic_target
 from roboppo.ppo import PPO
 from roboppo.zoo.runs import CHECKPOINTS, RunFolderError, model_file, read_config
 
@@ -77,27 +81,38 @@ def enjoy(args: argparse.Namespace) -> int:
     model = PPO.load(chosen_model(args, run))
     window = has_display()
     env = gym.make(config["env"], render_mode="human" if window else "rgb_array", **(config.get("env_kwargs") or {}))
-    frames, returns = [], []
-    for episode in range(args.episodes):
-        obs, _ = env.reset(seed=args.seed + episode)
-        done, total = False, 0.0
-        while not done:
-            action, _ = model.predict(obs, deterministic=True)
-            obs, reward, terminated, truncated, _ = env.step(action)
-            total, done = total + float(reward), terminated or truncated
-            if not window:
-                frames.append(np.asarray(env.render()))
-        returns.append(total)
+    out = run / "videos" / "enjoy.mp4"
+    with contextlib.ExitStack() as stack:
+        video = None if window else stack.enter_context(_video_writer(out, env.metadata.get("render_fps", 30)))
+        returns = [_episode(model, env, args.seed + episode, video) for episode in range(args.episodes)]
     env.close()
     print(f"{config['env']}: {np.mean(returns):.1f} ± {np.std(returns):.1f} over {args.episodes} episodes")
     if not window:
-        from roboppo.zoo.media import write_video
-
-        out = run / "videos" / "enjoy.mp4"
-        out.parent.mkdir(exist_ok=True)
-        write_video(out, frames, float(env.metadata.get("render_fps", 30)))
-        print(f"no display: {len(frames)} frames written to {out}")
+        print(f"no display: the episodes are in {out}")
     return 0
+
+
+def _episode(model: PPO, env: gym.Env, seed: int, video: Any) -> float:
+    """One deterministic episode; its frames go to ``video`` when given (a window shows them otherwise)."""
+    obs, _ = env.reset(seed=seed)
+    done, total = False, 0.0
+    while not done:
+        action, _ = model.predict(obs, deterministic=True)
+        obs, reward, terminated, truncated, _ = env.step(action)
+        total, done = total + float(reward), terminated or truncated
+        if video is not None:
+            video.append_data(np.asarray(env.render()))
+    return total
+
+
+@contextlib.contextmanager
+def _video_writer(path: pathlib.Path, fps: float) -> Iterator[Any]:
+    """An mp4 writer whose file appears, complete, when the block ends (frames are not held in memory)."""
+    import imageio.v2 as imageio
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_target(path) as partial, imageio.get_writer(partial, fps=float(fps), format="FFMPEG") as writer:
+        yield writer
 
 
 def list_envs(args: argparse.Namespace) -> int:

@@ -100,3 +100,20 @@ def test_gail_can_start_from_behaviour_cloning(
     assert yaml.safe_load((run_dir / "config.yml").read_text())["init_from_bc"] is True
     out = capsys.readouterr().out
     assert out.index("behaviour cloning first: final evaluation") < out.rindex("final evaluation")
+
+
+def test_every_flag_has_help_and_help_shows_defaults() -> None:
+    import argparse
+
+    from roboppo.zoo.cli import build_parser
+
+    (commands,) = [a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)]
+    missing = [
+        f"{name} {action.option_strings[0]}"
+        for name, command in commands.choices.items()
+        for action in command._actions
+        if action.option_strings and action.dest != "help" and not action.help
+    ]
+    assert missing == []
+    tune_help = commands.choices["tune"].format_help()
+    assert "(default: 20)" in tune_help and "(default: 50000)" in tune_help  # --n-trials, --n-timesteps

@@ -40,8 +40,11 @@ def test_two_workers_share_one_sqlite_study(tmp_path: pathlib.Path) -> None:
     assert all(trial.state in finished for trial in study.trials), [trial.state for trial in study.trials]
     trained = [trial.user_attrs["num_timesteps"] for trial in study.trials]
     assert all(0 < steps <= 512 for steps in trained), trained
-    entry = load_ppo_hparams(ENV, tmp_path / f"tune_{ENV}_best.yml")
-    assert entry.n_timesteps == 512 and entry.n_envs in (1, 4, 8)
+    best_file = tmp_path / f"tune_{ENV}_best.yml"
+    entry, zoo = load_ppo_hparams(ENV, best_file), load_ppo_hparams(ENV)
+    assert entry.n_timesteps == zoo.n_timesteps and "after 512 env steps per trial" in best_file.read_text()
+    assert entry.n_envs in (1, 4, 8) and set(zoo.values) <= set(entry.values)  # reward_scale, schedules, ... kept
+    assert entry.values["policy_kwargs"]["net_arch"] in ([64, 64], [128, 128], [256, 256])
     assert entry.ppo_kwargs["learning_rate"] == study.best_trial.params["learning_rate"]
     assert entry.ppo_kwargs["n_steps"] * entry.n_envs <= 512
 

@@ -9,7 +9,7 @@ from gymnasium import spaces
 from stable_baselines3.common.torch_layers import FlattenExtractor
 
 from roboppo import TanhGaussianPolicy
-from roboppo.ppo.sampler import rollout_sampler
+from roboppo.ppo.sampler import RolloutSampler, rollout_sampler
 
 OBS = spaces.Box(-np.inf, np.inf, (5,), np.float32)
 ACTIONS = spaces.Box(np.array([-3.0, 0.0], np.float32), np.array([1.0, 10.0], np.float32))
@@ -23,12 +23,12 @@ def fit_statistics(policy: TanhGaussianPolicy, rng: np.random.Generator) -> None
     policy.update_obs_normalizer(rng.normal(2.0, 3.0, size=(64, 5)).astype(np.float32))
 
 
-def assert_same_draws(policy: TanhGaussianPolicy, obs: th.Tensor) -> None:
-    sampler = rollout_sampler(policy)
+def assert_same_draws(reference: TanhGaussianPolicy, sampler: RolloutSampler | None, obs: th.Tensor) -> None:
+    """``sampler(obs)`` equals ``reference.rollout_actions(obs)`` bitwise, from the same generator state."""
     assert sampler is not None
     with th.no_grad():
         th.manual_seed(7)
-        expected = policy.rollout_actions(obs)
+        expected = reference.rollout_actions(obs)
         th.manual_seed(7)
         got = sampler(obs)
     for a, b in zip(expected, got, strict=True):
@@ -49,25 +49,18 @@ def assert_same_draws(policy: TanhGaussianPolicy, obs: th.Tensor) -> None:
 def test_the_sampler_returns_bitwise_what_rollout_actions_returns(kwargs: dict, rng: np.random.Generator) -> None:
     policy = make_policy(**kwargs)
     fit_statistics(policy, rng)
-    assert_same_draws(policy, th.as_tensor(rng.normal(2.0, 3.0, size=(16, 5)), dtype=th.float32))
+    obs = th.as_tensor(rng.normal(2.0, 3.0, size=(16, 5)), dtype=th.float32)
+    assert_same_draws(policy, rollout_sampler(policy), obs)
 
 
 def test_in_place_changes_during_a_rollout_reach_the_sampler(rng: np.random.Generator) -> None:
     policy = make_policy()
     fit_statistics(policy, rng)
     sampler = rollout_sampler(policy)
-    assert sampler is not None
-    obs = th.as_tensor(rng.normal(size=(4, 5)), dtype=th.float32)
     other = make_policy(log_std_init=-2.0)
     fit_statistics(other, np.random.default_rng(99))
     policy.load_state_dict(other.state_dict())  # in place, as SB3's set_parameters does
-    with th.no_grad():
-        th.manual_seed(3)
-        expected = other.rollout_actions(obs)
-        th.manual_seed(3)
-        got = sampler(obs)
-    for a, b in zip(expected, got, strict=True):
-        assert th.equal(a, b)
+    assert_same_draws(other, sampler, th.as_tensor(rng.normal(size=(4, 5)), dtype=th.float32))
 
 
 def test_policies_it_does_not_know_keep_rollout_actions() -> None:
