@@ -13,9 +13,13 @@ The file holds copies of the weights; it needs neither roboppo, SB3 nor Python: 
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import logging
 import os
 import pathlib
+import warnings
+from collections.abc import Iterator
 
 import torch as th
 from gymnasium import spaces
@@ -109,6 +113,21 @@ def export_policy(policy: nn.Module, path: str | os.PathLike[str], fmt: str) -> 
     return pathlib.Path(path)
 
 
+@contextlib.contextmanager
+def _quiet_exporter() -> Iterator[None]:
+    """Silence what torch's ONNX exporter reports that does not concern a policy: one line per torchvision
+    operator it skips when torchvision is absent, and a FutureWarning from inside torch's pytree code."""
+    registration = logging.getLogger("torch.onnx._internal.exporter._registration")
+    level = registration.level
+    registration.setLevel(logging.ERROR)
+    try:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=r"`isinstance\(treespec, LeafSpec\)` is deprecated")
+            yield
+    finally:
+        registration.setLevel(level)
+
+
 def _write_onnx(module: DeployablePolicy, example: th.Tensor, path: pathlib.Path) -> None:
     """torch's ``torch.export``-based ONNX exporter, with a free batch dimension."""
     try:
@@ -118,9 +137,10 @@ def _write_onnx(module: DeployablePolicy, example: th.Tensor, path: pathlib.Path
             "ONNX export needs the onnx and onnxscript packages: pip install 'roboppo[export]'"
         ) from error
     batch = th.export.Dim("batch", min=1)
-    program = th.onnx.export(
-        module, (example,), input_names=["observation"], output_names=["action"],
-        dynamic_shapes={"obs": {0: batch}}, dynamo=True, verbose=False,
-    )  # fmt: skip
+    with _quiet_exporter():
+        program = th.onnx.export(
+            module, (example,), input_names=["observation"], output_names=["action"],
+            dynamic_shapes={"obs": {0: batch}}, dynamo=True, verbose=False,
+        )  # fmt: skip
     assert program is not None
     program.save(str(path))

@@ -242,6 +242,22 @@ def test_a_run_shorter_than_one_evaluation_says_so(tmp_path: pathlib.Path, capsy
     assert main([*argv, "-p", "n_steps=64", "--no-progress-bar"]) == 0
     out = capsys.readouterr().out
     assert "no evaluation ran (the budget ended before --eval-freq steps)" in out and "-inf" not in out
+    assert re.search(r"final evaluation: -?[\d.]+ ± [\d.]+ over 10 deterministic episodes", out)
+    assert "steps/s)" in out and "roboppo-zoo export --run" in out and "roboppo-zoo enjoy --run" in out
+
+
+def test_rl_zoo3_flags_reach_the_run(tmp_path: pathlib.Path) -> None:
+    argv = ["train", "--env", ENV, "-f", str(tmp_path / "logs"), "-n", "128", "--eval-freq", "off"]
+    argv += ["-params", "n_steps:64", "gamma:0.95", "--env-kwargs", "reset_noise_scale:0.2"]
+    argv += ["--tensorboard-log", str(tmp_path / "tb"), "--no-progress-bar"]
+    assert main(argv) == 0
+    (run,) = (tmp_path / "logs").iterdir()
+    config = yaml.safe_load((run / "config.yml").read_text())
+    assert config["overrides"] == {"n_steps": 64, "gamma": 0.95} and config["n_timesteps"] == 128
+    assert config["env_kwargs"] == {"reset_noise_scale": 0.2}
+    assert config["hyperparams"]["gamma"] == 0.95 and PPO.load(run / "model.zip").gamma == 0.95
+    assert list((tmp_path / "tb" / run.name).glob("events.out.tfevents*"))
+    assert main([*argv[:3], "-params", "gamma=0.9"]) == 2  # rl-zoo3 writes key:value
 
 
 def test_version(capsys: pytest.CaptureFixture) -> None:
