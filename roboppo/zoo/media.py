@@ -66,6 +66,29 @@ def gif_frame_step(fps: float, max_fps: float = 50.0, tolerance: float = 0.12) -
     return first
 
 
+def run_curve(run_dir: pathlib.Path) -> tuple[np.ndarray, np.ndarray, str]:
+    """A run's learning curve: its periodic evaluations, or for runs without them (GAIL, ``bc``) the
+    training episodes' mean return from ``progress.csv`` (GAIL logs the generator's under ``gen/``)."""
+    path = run_dir / "evaluations.npz"
+    if path.is_file():
+        history = read_evaluations(path)
+        return history["timesteps"], history["results"].mean(axis=1), "evaluation return"
+    progress = run_dir / "progress.csv"
+    if progress.is_file():
+        import csv
+
+        with progress.open() as handle:
+            rows = list(csv.DictReader(handle))
+        columns = rows[0].keys() if rows else []
+        ret = next((c for c in columns if c.endswith("rollout/ep_rew_mean")), None)
+        step = next((c for c in columns if c.endswith("time/total_timesteps")), None)
+        kept = [row for row in rows if ret and step and row[ret] and row[step]]
+        if kept:
+            steps = np.array([float(row[step]) for row in kept])  # type: ignore[index]
+            return steps, np.array([float(row[ret]) for row in kept]), "training episode return"  # type: ignore[index]
+    raise FileNotFoundError(f"{run_dir} has neither evaluations.npz nor episode returns in progress.csv yet.")
+
+
 def plot(args: argparse.Namespace) -> int:
     """Evaluation return against env steps, mean ± std over the runs of each env, as one PNG."""
     import matplotlib
@@ -74,13 +97,12 @@ def plot(args: argparse.Namespace) -> int:
     import matplotlib.pyplot as plt
 
     curves: dict[str, list[tuple[np.ndarray, np.ndarray]]] = defaultdict(list)
+    kinds = set()
     for run_dir in args.runs:
         env_id = read_config(run_dir)["env"]
-        path = run_dir / "evaluations.npz"
-        if not path.is_file():
-            raise FileNotFoundError(f"{path} not found: the run has not been evaluated yet.")
-        history = read_evaluations(path)
-        curves[env_id].append((history["timesteps"], history["results"].mean(axis=1)))
+        steps, returns, kind = run_curve(run_dir)
+        curves[env_id].append((steps, returns))
+        kinds.add(kind)
     figure, axes = plt.subplots(1, len(curves), figsize=(5.5 * len(curves), 4), squeeze=False)
     for axis, (env_id, runs) in zip(axes[0], sorted(curves.items()), strict=True):
         length = min(len(steps) for steps, _ in runs)
@@ -89,7 +111,7 @@ def plot(args: argparse.Namespace) -> int:
         mean, std = returns.mean(axis=0), returns.std(axis=0)
         axis.plot(steps, mean, label=f"mean of {len(runs)} run(s)")
         axis.fill_between(steps, mean - std, mean + std, alpha=0.25, label="± std")
-        axis.set(title=env_id, xlabel="env steps", ylabel="evaluation return")
+        axis.set(title=env_id, xlabel="env steps", ylabel=" / ".join(sorted(kinds)))
         axis.grid(alpha=0.3)
         axis.legend()
     figure.tight_layout()

@@ -100,6 +100,12 @@ def test_gail_can_start_from_behaviour_cloning(
     assert yaml.safe_load((run_dir / "config.yml").read_text())["init_from_bc"] is True
     out = capsys.readouterr().out
     assert out.index("behaviour cloning first: final evaluation") < out.rindex("final evaluation")
+    for command in (
+        ["eval", "--run", str(run_dir), "-n", "1"],
+        ["plot", str(run_dir), "--out", str(tmp_path / "g.png")],
+    ):
+        assert main(command) == 0, command  # a GAIL run is a run like any other
+    assert "generator.zip" in capsys.readouterr().out and (tmp_path / "g.png").stat().st_size > 1000
 
 
 def test_every_flag_has_help_and_help_shows_defaults() -> None:
