@@ -80,11 +80,17 @@ def gail(args: argparse.Namespace) -> int:
         print("behaviour cloning first:", end=" ")
         _report(generator, eval_env, args.eval_episodes, demos)
         reset_action_std(generator, generator.policy.log_std_init)  # type: ignore[attr-defined]
-    trainer.train(budget, progress_bar=not args.no_progress_bar)
-    trainer.save(run_dir)
-    config = {"env": args.env, "seed": args.seed, "demos": str(args.demos), "n_demos": len(demos.trajectories),
-              "init_from_bc": args.init_from_bc, "n_timesteps": budget, "command": sys.argv}  # fmt: skip
+    config = {"algo": "gail", "env": args.env, "seed": args.seed, "demos": str(args.demos),
+              "n_demos": len(demos.trajectories), "init_from_bc": args.init_from_bc, "n_timesteps": budget,
+              "hyperparams": trainer.generator.resolved_hyperparams(), "command": sys.argv}  # fmt: skip
     write_atomic(run_dir / "config.yml", yaml.safe_dump(config, sort_keys=False))
+    try:
+        trainer.train(budget, progress_bar=not args.no_progress_bar)
+    except KeyboardInterrupt:  # Ctrl-C: keep what was learned, then stop as the command line does
+        trainer.save(run_dir)
+        print(f"\nInterrupted at {trainer.generator.num_timesteps:,} generator steps; saved to {run_dir}")
+        raise
+    trainer.save(run_dir)
     _report(trainer.generator, eval_env, args.eval_episodes, demos)
     print(f"run folder: {run_dir} (generator.zip loads with roboppo.PPO.load; tensorboard --logdir {args.log_folder})")
     return 0

@@ -123,3 +123,19 @@ def test_every_flag_has_help_and_help_shows_defaults() -> None:
     assert missing == []
     tune_help = commands.choices["tune"].format_help()
     assert "(default: 20)" in tune_help and "(default: 50000)" in tune_help  # --n-trials, --n-timesteps
+
+
+def test_an_interrupted_gail_run_keeps_its_generator(
+    demos_file: pathlib.Path, tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    from roboppo.gail import GAILTrainer
+
+    def interrupted(self: GAILTrainer, total_timesteps: int | None = None, progress_bar: bool = False) -> None:
+        raise KeyboardInterrupt  # what Ctrl-C raises inside imitation's training loop
+
+    monkeypatch.setattr(GAILTrainer, "train", interrupted)
+    argv = ["gail", "--env", ENV, "--demos", str(demos_file), "--log-folder", str(tmp_path), "--no-progress-bar"]
+    assert main(argv) == 130
+    (run_dir,) = tmp_path.iterdir()
+    assert PPO.load(run_dir / "generator.zip").num_timesteps == 0 and (run_dir / "config.yml").is_file()
+    assert "Interrupted at 0 generator steps" in capsys.readouterr().out
