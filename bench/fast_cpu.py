@@ -27,6 +27,7 @@ EnvPool and SBX are optional (``pip install 'roboppo[bench]'``); a missing one i
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import multiprocessing
 import os
@@ -64,13 +65,9 @@ def current_rss_mb() -> float:
 def missing(system: str) -> str | None:
     """Why an optional peer cannot run here, or None."""
     module = {"envpool": "envpool", "sbx": "sbx"}.get(system)
-    if module is None:
+    if module is None or importlib.util.find_spec(module) is not None:  # found without importing JAX here
         return None
-    try:
-        __import__(module)
-    except ImportError:
-        return "not installed"
-    return None
+    return "not installed"
 
 
 # -- env stepping ---------------------------------------------------------------------------------

@@ -29,7 +29,7 @@ from roboppo.common.distributions import TanhNormalDistribution
 from roboppo.common.errors import MissingDependencyError, UserInputError
 from roboppo.common.files import atomic_target
 from roboppo.common.normalization import NormalizedFlattenExtractor
-from roboppo.ppo.policies import TanhGaussianPolicy
+from roboppo.ppo.policies import TanhGaussianPolicy, has_forward_hooks
 
 FORMATS = ("onnx", "torchscript")
 
@@ -89,7 +89,7 @@ def unsupported(policy: nn.Module) -> str | None:
         return f"observations must be a flat Box, got {space}"
     if type(policy.pi_features_extractor) is not NormalizedFlattenExtractor:
         return f"the features extractor is a {type(policy.pi_features_extractor).__name__}"
-    if any(m._forward_hooks or m._forward_pre_hooks for m in policy.modules()):
+    if has_forward_hooks(policy):
         return "the policy has forward hooks"
     return None
 

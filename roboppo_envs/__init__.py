@@ -63,6 +63,16 @@ BRAX_ENVS: dict[str, str] = {
 }
 
 
+# observation and action dims of the Brax robots, so that listing them needs neither JAX nor a compilation
+BRAX_DIMS: dict[str, tuple[int, int]] = {
+    "RoboAnt-v0": (27, 8),
+    "RoboHalfCheetah-v0": (18, 6),
+    "RoboHumanoid-v0": (244, 17),
+    "RoboBraxHopper-v0": (11, 3),
+    "RoboBraxInvertedPendulum-v0": (4, 1),
+}
+
+
 def register_envs() -> None:
     """Register every ``Robo*`` id with Gymnasium (idempotent)."""
     for env_id, spec in ROBO_ENVS.items():

@@ -167,5 +167,10 @@ def pre_tanh_policy(policy: BasePolicy) -> TanhGaussianPolicy | None:
     return None
 
 
+def has_forward_hooks(module: th.nn.Module) -> bool:
+    """Whether ``module`` or a submodule has a forward (pre-)hook, which a re-implemented forward would skip."""
+    return any(m._forward_hooks or m._forward_pre_hooks for m in module.modules())
+
+
 def _bounded_box(space: spaces.Space) -> bool:
     return isinstance(space, spaces.Box) and bool(np.all(np.isfinite(space.low)) and np.all(np.isfinite(space.high)))

@@ -211,8 +211,6 @@ class PPO(SB3PPO):
             mlp_class_name = TanhGaussianPolicy.__name__
         super()._maybe_recommend_cpu(mlp_class_name)
 
-    # -- rollouts -------------------------------------------------------------------------------
-
     def resolved_hyperparams(self) -> dict[str, Any]:
         """Every PPO and policy keyword this model was built with, in ``ppo.yml``'s form (a run's ``config.yml``).
 
@@ -224,6 +222,8 @@ class PPO(SB3PPO):
         settings.update(reward_scale=self.reward_scale, train_backend=self.train_backend)
         settings["policy_kwargs"] = policy_keywords(self.policy)
         return settings
+
+    # -- rollouts -------------------------------------------------------------------------------
 
     def collect_rollouts(
         self, env: VecEnv, callback: BaseCallback, rollout_buffer: RolloutBuffer, n_rollout_steps: int

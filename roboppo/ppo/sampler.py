@@ -26,7 +26,7 @@ from torch.nn import functional
 
 from roboppo.common.distributions import HALF_LOG_2PI, TanhNormalDistribution, tanh_log_det_jacobian
 from roboppo.common.normalization import NormalizedFlattenExtractor
-from roboppo.ppo.policies import TanhGaussianPolicy, pre_tanh_policy
+from roboppo.ppo.policies import TanhGaussianPolicy, has_forward_hooks, pre_tanh_policy
 
 Layer = Callable[[th.Tensor], th.Tensor]
 STATELESS_ACTIVATIONS = (nn.Tanh, nn.ReLU, nn.ELU, nn.LeakyReLU, nn.SiLU, nn.GELU, nn.Sigmoid, nn.Identity)
@@ -106,7 +106,7 @@ def _plain(policy: TanhGaussianPolicy) -> bool:
     if not all(type(layer) in (nn.Linear, *STATELESS_ACTIVATIONS) for layer in layers):
         return False
     hooks = (nn.modules.module._global_forward_hooks, nn.modules.module._global_forward_pre_hooks)
-    return not any(hooks) and not any(m._forward_hooks or m._forward_pre_hooks for m in policy.modules())
+    return not any(hooks) and not has_forward_hooks(policy)
 
 
 def _features(extractor: NormalizedFlattenExtractor) -> Layer:

@@ -76,6 +76,7 @@ def run_roboppo(args: argparse.Namespace, env_id: str, seed: int) -> Row:
         log_folder=log_folder, eval_freq=args.eval_freq, eval_episodes=args.eval_episodes,
         save_freq=max(budget // 4, 1), no_progress_bar=True, torch_threads=1 if args.jobs > 1 else None,
         env_threads=max(1, available_cpus() // args.jobs) if mujoco_batch and args.jobs > 1 else None,
+        params=None, env_kwargs=None, tensorboard_log=None,
     )  # fmt: skip
     run_dir = finished_run(log_folder, budget)
     if run_dir is None:

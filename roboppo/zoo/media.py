@@ -79,13 +79,13 @@ def run_curve(run_dir: pathlib.Path) -> tuple[np.ndarray, np.ndarray, str]:
 
         with progress.open() as handle:
             rows = list(csv.DictReader(handle))
-        columns = rows[0].keys() if rows else []
-        ret = next((c for c in columns if c.endswith("rollout/ep_rew_mean")), None)
-        step = next((c for c in columns if c.endswith("time/total_timesteps")), None)
-        kept = [row for row in rows if ret and step and row[ret] and row[step]]
+        columns = list(rows[0]) if rows else []
+        ret = next((c for c in columns if c.endswith("rollout/ep_rew_mean")), "")
+        step = next((c for c in columns if c.endswith("time/total_timesteps")), "")
+        kept = [(float(row[step]), float(row[ret])) for row in rows if ret and step and row[ret] and row[step]]
         if kept:
-            steps = np.array([float(row[step]) for row in kept])  # type: ignore[index]
-            return steps, np.array([float(row[ret]) for row in kept]), "training episode return"  # type: ignore[index]
+            steps, returns = np.array(kept).T
+            return steps, returns, "training episode return"
     raise FileNotFoundError(f"{run_dir} has neither evaluations.npz nor episode returns in progress.csv yet.")
 
 

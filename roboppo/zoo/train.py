@@ -74,9 +74,8 @@ def train(args: argparse.Namespace) -> int:
                 for key, default in TRAIN_DEFAULTS.items()}  # fmt: skip
     settings.update({key: None for key in ("eval_freq", "save_freq") if settings[key] == OFF})
     check_env_id(args.env)
-    params, env_pairs = getattr(args, "params", None) or [], getattr(args, "env_kwargs", None) or []
-    overrides = parse_overrides([*(args.p or []), *(colon_pair(pair, "-params") for pair in params)])
-    env_kwargs_given = parse_overrides([colon_pair(pair, "--env-kwargs") for pair in env_pairs])
+    overrides = parse_overrides([*(args.p or []), *(colon_pair(pair, "-params") for pair in args.params or [])])
+    env_kwargs_given = parse_overrides([colon_pair(pair, "--env-kwargs") for pair in args.env_kwargs or []])
     entry = load_ppo_hparams(args.env, args.hparams, overrides, device=settings["device"])
     n_envs = args.n_envs or entry.n_envs
     if args.n_envs is not None:
@@ -97,7 +96,7 @@ def train(args: argparse.Namespace) -> int:
         "hparams_file": None if args.hparams is None else str(args.hparams),
         "overrides": overrides,
         "env_kwargs": env_kwargs_given or None,
-        "tensorboard_log": None if getattr(args, "tensorboard_log", None) is None else str(args.tensorboard_log),
+        "tensorboard_log": None if args.tensorboard_log is None else str(args.tensorboard_log),
     }
     env_kwargs = apply_threads(config)
     try:

@@ -21,24 +21,15 @@ from roboppo.common.files import atomic_target
 from roboppo.ppo import PPO
 from roboppo.zoo.runs import CHECKPOINTS, RunFolderError, model_file, read_config
 
-# the Brax robots' spaces, so that listing them needs neither JAX nor a compilation
-BRAX_DIMS = {
-    "RoboAnt-v0": (27, 8),
-    "RoboHalfCheetah-v0": (18, 6),
-    "RoboHumanoid-v0": (244, 17),
-    "RoboBraxHopper-v0": (11, 3),
-    "RoboBraxInvertedPendulum-v0": (4, 1),
-}
-
 
 def find_run(args: argparse.Namespace) -> pathlib.Path:
     """``--run``, or (rl-zoo3's way) the ``--exp-id``-th run of ``--env`` in ``--folder`` (0: the latest)."""
     if args.run is not None:
         return pathlib.Path(args.run)
-    runs = sorted(p for p in pathlib.Path(args.folder).glob(f"*_{args.env}_seed*") if (p / "config.yml").is_file())
+    found = (p for p in pathlib.Path(args.folder).glob(f"*_{args.env}_seed*") if (p / "config.yml").is_file())
+    runs = sorted(found, key=lambda p: p.stat().st_mtime)
     if not runs:
         raise RunFolderError(f"{args.folder} holds no run of {args.env}; train one with roboppo-zoo train --env ...")
-    runs.sort(key=lambda p: p.stat().st_mtime)
     if args.exp_id > len(runs):
         raise RunFolderError(f"--exp-id {args.exp_id}: {args.folder} holds {len(runs)} runs of {args.env}.")
     return runs[args.exp_id - 1] if args.exp_id > 0 else runs[-1]
@@ -122,7 +113,7 @@ def list_envs(args: argparse.Namespace) -> int:
         threshold = gym.spec(env_id).reward_threshold
         solved = "-" if threshold is None else f"{threshold:,.0f}"
         if roboppo_envs.is_brax_id(env_id):
-            obs_dim, act_dim = BRAX_DIMS[env_id]
+            obs_dim, act_dim = roboppo_envs.BRAX_DIMS[env_id]
             print(f"{env_id:32s} {'Brax':8s} {obs_dim:>4d} {f'{act_dim} in [-1, 1]':>14s} {solved:>10s}  brax")
             continue
         env = gym.make(env_id)
