@@ -1,11 +1,13 @@
-"""MuJoCo robots as one batched Gymnasium vector env, stepped by worker threads.
+"""MuJoCo robots as one batched Gymnasium vector env, stepped on MuJoCo's own thread pool.
 
 ``gym.make_vec("RoboHopper-v0", num_envs=16)`` returns a :class:`MujocoVectorEnv`:
 
-- every copy has its own ``MjData`` (so its solver warm start, and hence its trajectory, is
-  exactly that of a single env); the worker threads take the copies one at a time from a
-  shared iterator and step each with ``mujoco.mj_step``, which releases the GIL, so the
-  threads simulate in parallel;
+- the copies are the simulations of one persistent ``mujoco.batch.Batch``: each keeps its own
+  ``MjData`` (so its solver warm start, and hence its trajectory, is exactly that of a single
+  env), and one ``Batch.step`` call runs ``mj_step`` on all of them on ``num_threads`` C++
+  threads, releasing the GIL once per vector step rather than once per copy;
+- the fields the task reads are live ``[N, ...]`` arrays bound to the batch, so nothing is
+  gathered copy by copy;
 - observations, rewards and terminations are computed for the whole batch with NumPy
   (:mod:`roboppo_envs.mujoco.tasks`), term by term as the Gymnasium v5 env does;
 - autoreset is ``SAME_STEP``: a finished copy is reset inside the same ``step``; the returned
@@ -20,13 +22,12 @@ from __future__ import annotations
 
 import os
 import warnings
-from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, ClassVar
 
 import gymnasium as gym
 import mujoco
 import numpy as np
+from mujoco.batch import Batch
 from gymnasium.utils.seeding import np_random
 from gymnasium.vector import AutoresetMode, VectorEnv
 
@@ -76,8 +77,8 @@ class MujocoVectorEnv(VectorEnv):
     Subclasses name the single env (``env_class``) and its batched task (``task_class``).
 
     :param num_envs: number of copies.
-    :param num_threads: worker threads stepping the copies (default: one per available core,
-        at most ``num_envs``; more than the machine has is capped with a warning).
+    :param num_threads: threads stepping the copies, the calling one included (default: one per
+        available core, at most ``num_envs``; more than the machine has is capped with a warning).
     :param max_episode_steps: steps after which an episode is truncated (None: never).
     :param render_mode: ``"rgb_array"`` renders copy 0.
     :param env_kwargs: keyword arguments of the single env (reward weights, ``reset_noise_scale``, ...).
@@ -108,14 +109,12 @@ class MujocoVectorEnv(VectorEnv):
         self.single_action_space = self.template.action_space
         self.observation_space = gym.vector.utils.batch_space(self.single_observation_space, num_envs)
         self.action_space = gym.vector.utils.batch_space(self.single_action_space, num_envs)
-        self._datas = [mujoco.MjData(self.model) for _ in range(num_envs)]
-        self._state: State = {
-            name: np.zeros((num_envs, *np.shape(getattr(self._datas[0], name)))) for name in self.task.fields
-        }
+        self._batch = Batch(self.model, nsim=num_envs, nthread=self.num_threads, persistent=True)
+        self._ctrl, self._qpos, self._qvel = (self._batch.bind(name) for name in ("ctrl", "qpos", "qvel"))
+        # live views: state rows (qpos, qvel) and outputs refreshed by every call (site_xpos, ...)
+        self._state: State = {name: self._batch.bind(name) for name in self.task.fields}
         self._rngs = [np_random()[0] for _ in range(num_envs)]
         self._steps = np.zeros(num_envs, dtype=np.int64)
-        self._actions = np.zeros((num_envs, self.model.nu))
-        self._pool = ThreadPoolExecutor(self.num_threads - 1) if self.num_threads > 1 else None
         self._needs_reset = True
 
     # -- Gymnasium VectorEnv API ----------------------------------------------------------------
@@ -132,7 +131,7 @@ class MujocoVectorEnv(VectorEnv):
         if len(seeds) != self.num_envs:
             raise ValueError(f"{self.name}: reset(seed=list) needs {self.num_envs} seeds, got {len(seeds)}.")
         self._rngs = [rng if s is None else np_random(s)[0] for rng, s in zip(self._rngs, seeds, strict=True)]
-        obs = np.stack([self._reset_copy(i) for i in range(self.num_envs)])
+        obs = self._reset_copies(np.arange(self.num_envs))
         self._steps[:] = 0
         self._needs_reset = False
         return obs, {}
@@ -148,13 +147,10 @@ class MujocoVectorEnv(VectorEnv):
         """An RGB frame of copy 0 (``render_mode="rgb_array"``)."""
         if self.render_mode != "rgb_array":
             return None
-        mujoco.mj_copyData(self.template.data, self.model, self._datas[0])
+        self._batch.get_data(0, self.template.data)
         return self.template.render()
 
     def close(self, **kwargs: Any) -> None:
-        if self._pool is not None:
-            self._pool.shutdown()
-            self._pool = None
         self.template.close()
 
     # -- stepping -------------------------------------------------------------------------------
@@ -163,8 +159,8 @@ class MujocoVectorEnv(VectorEnv):
         if self._needs_reset:
             raise RuntimeError(f"{self.name}: call reset() before step().")
         before = {name: array.copy() for name, array in self._state.items()}
-        self._actions[:] = actions
-        self._simulate()
+        self._ctrl[:] = actions
+        self._batch.step(nstep=self.frame_skip)  # mj_step frame_skip times per copy, as MujocoEnv.do_simulation
         obs64 = self.task.observe(self._state)
         reward, terminated = self.task.reward_and_termination(before, self._state, actions, obs64)
         self._check_finite(obs64, reward)
@@ -173,48 +169,23 @@ class MujocoVectorEnv(VectorEnv):
         truncated = self._steps >= limit if limit is not None else np.zeros(self.num_envs, dtype=bool)
         final_obs = obs64.astype(np.float32)
         obs = final_obs.copy()
-        for index in np.flatnonzero(terminated | truncated):
-            obs[index] = self._reset_copy(int(index))
-            self._steps[index] = 0
+        finished = np.flatnonzero(terminated | truncated)
+        if finished.size:
+            obs[finished] = self._reset_copies(finished)
+            self._steps[finished] = 0
         return obs, reward, terminated, truncated, final_obs
 
-    def _simulate(self) -> None:
-        """Step all copies ``frame_skip`` times on ``num_threads`` threads (this one included).
+    def _reset_copies(self, copies: np.ndarray) -> np.ndarray:
+        """Reset ``copies`` as ``MujocoEnv.reset`` does each; return their first observations (float32).
 
-        The threads share one iterator over the copies and each takes the next copy when it has
-        finished its last, so a copy whose step is slow (contacts) or a thread the OS pauses
-        does not hold the others up at the end of the step, as a fixed split would.
+        ``mj_resetData``, the new ``qpos, qvel`` from each copy's generator, then ``mj_forward``.
         """
-        copies = iter(range(self.num_envs))
-        pool = self._pool
-        futures = [pool.submit(self._step_copies, copies) for _ in range(self.num_threads - 1)] if pool else []
-        self._step_copies(copies)
-        for future in futures:
-            future.result()
-
-    def _step_copies(self, copies: Iterator[int]) -> None:
-        """Take copies from the shared iterator (``next`` holds the GIL, so each is taken once) and step them."""
-        model, nstep, actions, datas = self.model, self.frame_skip, self._actions, self._datas
+        self._batch.reset(copies, stage=mujoco.mjtStage.mjSTAGE_NONE)
         for index in copies:
-            data = datas[index]
-            data.ctrl[:] = actions[index]
-            mujoco.mj_step(model, data, nstep=nstep)  # releases the GIL
-            self._gather(index, data)
-
-    def _gather(self, index: int, data: mujoco.MjData) -> None:
-        """Copy the fields the task reads from copy ``index``'s ``MjData`` into the batch arrays."""
-        for name, array in self._state.items():
-            array[index] = getattr(data, name)
-
-    def _reset_copy(self, index: int) -> np.ndarray:
-        """Reset copy ``index`` as ``MujocoEnv.reset`` does; return its first observation (float32)."""
-        data = self._datas[index]
-        mujoco.mj_resetData(self.model, data)
-        data.qpos[:], data.qvel[:] = self.task.initial_state(self._rngs[index])
-        mujoco.mj_forward(self.model, data)
-        self._gather(index, data)
-        row = {name: array[index : index + 1] for name, array in self._state.items()}
-        return self.task.observe(row)[0].astype(np.float32)
+            self._qpos[index], self._qvel[index] = self.task.initial_state(self._rngs[index])
+        self._batch.forward(copies)
+        rows = {name: array[copies] for name, array in self._state.items()}
+        return self.task.observe(rows).astype(np.float32)
 
     # -- checks ---------------------------------------------------------------------------------
 
