@@ -22,6 +22,8 @@ class MujocoTask:
     """Base class: the per-batch counterpart of one Gymnasium ``MujocoEnv`` subclass."""
 
     fields: ClassVar[tuple[str, ...]] = ("qpos", "qvel")
+    #: the fields ``reward_and_termination`` reads from the state before the step
+    before_fields: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, env: Any) -> None:
         self.init_qpos: np.ndarray = env.init_qpos
@@ -99,6 +101,8 @@ class InvertedDoublePendulumTask(MujocoTask):
 
 class HopperTask(MujocoTask):
     """``Hopper-v5``: forward velocity + healthy bonus - control cost; ends when unhealthy."""
+
+    before_fields = ("qpos",)
 
     def __init__(self, env: Any) -> None:
         super().__init__(env)

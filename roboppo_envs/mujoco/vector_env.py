@@ -113,6 +113,8 @@ class MujocoVectorEnv(VectorEnv):
         self._ctrl, self._qpos, self._qvel = (self._batch.bind(name) for name in ("ctrl", "qpos", "qvel"))
         # live views: state rows (qpos, qvel) and outputs refreshed by every call (site_xpos, ...)
         self._state: State = {name: self._batch.bind(name) for name in self.task.fields}
+        self._batch.reset()  # every row now holds mj_resetData's state: a new episode starts from a copy of it
+        self._reset_row = self._batch.state[0].copy()
         self._rngs = [np_random()[0] for _ in range(num_envs)]
         self._steps = np.zeros(num_envs, dtype=np.int64)
         self._needs_reset = True
@@ -158,7 +160,7 @@ class MujocoVectorEnv(VectorEnv):
     def _advance(self, actions: np.ndarray) -> tuple[np.ndarray, ...]:
         if self._needs_reset:
             raise RuntimeError(f"{self.name}: call reset() before step().")
-        before = {name: array.copy() for name, array in self._state.items()}
+        before = {name: self._state[name].copy() for name in self.task.before_fields}
         self._ctrl[:] = actions
         self._batch.step(nstep=self.frame_skip)  # mj_step frame_skip times per copy, as MujocoEnv.do_simulation
         obs64 = self.task.observe(self._state)
@@ -178,9 +180,10 @@ class MujocoVectorEnv(VectorEnv):
     def _reset_copies(self, copies: np.ndarray) -> np.ndarray:
         """Reset ``copies`` as ``MujocoEnv.reset`` does each; return their first observations (float32).
 
-        ``mj_resetData``, the new ``qpos, qvel`` from each copy's generator, then ``mj_forward``.
+        ``mj_resetData`` (its state row, which is all a step reads: ``mjSTATE_INTEGRATION``), the new
+        ``qpos, qvel`` from each copy's generator, then ``mj_forward``.
         """
-        self._batch.reset(copies, stage=mujoco.mjtStage.mjSTAGE_NONE)
+        self._batch.state[copies] = self._reset_row
         for index in copies:
             self._qpos[index], self._qvel[index] = self.task.initial_state(self._rngs[index])
         self._batch.forward(copies)
