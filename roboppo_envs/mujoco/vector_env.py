@@ -27,9 +27,9 @@ from typing import Any, ClassVar
 import gymnasium as gym
 import mujoco
 import numpy as np
-from mujoco.batch import Batch
 from gymnasium.utils.seeding import np_random
 from gymnasium.vector import AutoresetMode, VectorEnv
+from mujoco.batch import Batch
 
 from roboppo_envs.mujoco.envs import RoboHopperEnv, RoboInvertedDoublePendulumEnv, RoboInvertedPendulumEnv
 from roboppo_envs.mujoco.tasks import (
