@@ -19,6 +19,7 @@ one-line ``error: ...`` on stderr and exit code 2, before anything is written.
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib
 import os
 import pathlib
@@ -292,7 +293,16 @@ def load_handler(command: str) -> Callable[[argparse.Namespace], int]:
 
 
 def entry_point() -> None:
-    sys.exit(main())
+    """The ``roboppo-zoo`` console script: :func:`main`, then an exit that skips the final garbage collection.
+
+    A process that has imported torch (``torch._dynamo`` comes with the first optimizer) and JAX
+    spends about a second at exit tracing their module graphs for reference cycles. By the time
+    :func:`main` returns, every file the command wrote is closed, so the objects are frozen
+    (``gc.freeze``) and left to the operating system; atexit handlers and stream flushes still run.
+    """
+    code = main()
+    gc.freeze()
+    sys.exit(code)
 
 
 if __name__ == "__main__":

@@ -279,3 +279,21 @@ def test_export_writes_a_file_that_acts_like_the_run_model(run_dir: pathlib.Path
         actions = th.jit.load(str(out))(th.as_tensor(observations)).numpy()
     expected, _ = PPO.load(run_dir / "model.zip").predict(observations, deterministic=True)
     np.testing.assert_allclose(actions, expected, rtol=0, atol=1e-5)
+
+
+def test_the_console_script_exits_with_every_file_complete(tmp_path: pathlib.Path) -> None:
+    """``entry_point`` freezes the garbage collector before exiting: nothing the run wrote may be cut short."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    script = "import sys; from roboppo.zoo.cli import entry_point; sys.argv[0] = 'roboppo-zoo'; entry_point()"
+    command = [sys.executable, "-c", script, "train", "--env", ENV, "--log-folder", str(tmp_path), *TINY]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    (run_dir,) = tmp_path.iterdir()
+    rows = (run_dir / "progress.csv").read_text().strip().splitlines()
+    header = rows[0].split(",")
+    assert int(float(rows[-1].split(",")[header.index("time/total_timesteps")])) == 1024
+    events = EventAccumulator(str(run_dir))
+    events.Reload()
+    assert events.Scalars("eval/mean_reward")[-1].step == 1024
+    assert PPO.load(run_dir / "model.zip").num_timesteps == 1024
