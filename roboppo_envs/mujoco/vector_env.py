@@ -29,7 +29,6 @@ import mujoco
 import numpy as np
 from gymnasium.utils.seeding import np_random
 from gymnasium.vector import AutoresetMode, VectorEnv
-from mujoco.batch import Batch
 
 from roboppo_envs.mujoco.envs import RoboHopperEnv, RoboInvertedDoublePendulumEnv, RoboInvertedPendulumEnv
 from roboppo_envs.mujoco.tasks import (
@@ -39,6 +38,18 @@ from roboppo_envs.mujoco.tasks import (
     MujocoTask,
     State,
 )
+
+
+def batch_class() -> type[Any]:
+    """``mujoco.batch.Batch``, or an ImportError naming the MuJoCo version it needs."""
+    try:
+        from mujoco.batch import Batch
+    except ImportError as error:
+        raise ImportError(
+            f"roboppo's batched MuJoCo envs step on mujoco.batch, new in MuJoCo 4.0; this is MuJoCo "
+            f"{mujoco.__version__}: pip install -U 'mujoco>=4'"
+        ) from error
+    return Batch
 
 
 class MujocoNonFiniteError(RuntimeError):
@@ -109,7 +120,7 @@ class MujocoVectorEnv(VectorEnv):
         self.single_action_space = self.template.action_space
         self.observation_space = gym.vector.utils.batch_space(self.single_observation_space, num_envs)
         self.action_space = gym.vector.utils.batch_space(self.single_action_space, num_envs)
-        self._batch = Batch(self.model, nsim=num_envs, nthread=self.num_threads, persistent=True)
+        self._batch = batch_class()(self.model, nsim=num_envs, nthread=self.num_threads, persistent=True)
         self._ctrl, self._qpos, self._qvel = (self._batch.bind(name) for name in ("ctrl", "qpos", "qvel"))
         # live views: state rows (qpos, qvel) and outputs refreshed by every call (site_xpos, ...)
         self._state: State = {name: self._batch.bind(name) for name in self.task.fields}

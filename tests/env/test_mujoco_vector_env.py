@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -131,3 +133,18 @@ def test_make_vec_uses_the_batched_env_for_every_mujoco_id() -> None:
         assert roboppo_envs.has_vector_env(env_id)
         assert isinstance(gym.make_vec(env_id, num_envs=2).unwrapped, MujocoVectorEnv)
     assert not roboppo_envs.has_vector_env("CartPole-v1")
+
+
+def test_an_old_mujoco_is_named_with_the_upgrade(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "mujoco.batch", None)  # what `import mujoco.batch` meets before MuJoCo 4.0
+    with pytest.raises(ImportError, match=r"mujoco\.batch, new in MuJoCo 4\.0.*pip install -U 'mujoco>=4'"):
+        RoboHopperVectorEnv(num_envs=2)
+
+
+def test_every_copy_steps_in_one_batch_on_the_requested_threads() -> None:
+    envs = RoboHopperVectorEnv(num_envs=5, num_threads=min(2, available_cpus()))
+    assert (envs._batch.nsim, envs._batch.nthread) == (5, envs.num_threads)
+    envs.reset(seed=0)
+    before = envs._batch.state.copy()
+    envs.step(np.zeros((5, 3), dtype=np.float32))
+    assert (envs._batch.state != before).any(axis=1).all(), "one step moved every copy's state row"
