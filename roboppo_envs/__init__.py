@@ -25,7 +25,7 @@ id                                        Brax env (default backend       max st
 hopper, a different model and reward scale. Likewise the two inverted pendulums.
 
 ``gym.make(id)`` gives one env, ``gym.make_vec(id, num_envs=N)`` a batch of N stepped together:
-a :class:`~roboppo_envs.mujoco.MujocoVectorEnv` (worker threads,
+a :class:`~roboppo_envs.mujoco.MujocoVectorEnv` (one ``mujoco.batch.Batch`` on C++ threads,
 ``gym.make_vec("RoboHopper-v0", num_envs=16, num_threads=2)``) or, for Brax ids, a
 :class:`~roboppo_envs.brax.BraxVectorEnv` stepped by JAX
 (``gym.make_vec("RoboAnt-v0", num_envs=2048, backend="positional")``).

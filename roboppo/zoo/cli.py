@@ -101,7 +101,7 @@ def build_parser() -> argparse.ArgumentParser:
     )  # fmt: skip
     fit.add_argument("--n-envs", type=flag_type("n_envs"), help="env copies (default: the zoo entry's)")
     fit.add_argument("--device", help="torch device (default: auto)")
-    fit.add_argument("--env-threads", type=positive_int, help="worker threads of a MuJoCo batch (default: the cores)")
+    fit.add_argument("--env-threads", type=positive_int, help="threads stepping a MuJoCo batch (default: the cores)")
     fit.add_argument("--torch-threads", type=positive_int, help="torch threads (1 is fastest for small networks)")
     fit.add_argument("-p", action="append", metavar="KEY=VALUE", help="override a hyperparameter (repeatable)")
     fit.add_argument(

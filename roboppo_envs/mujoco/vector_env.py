@@ -64,7 +64,7 @@ def available_cpus() -> int:
 
 
 def resolve_num_threads(num_threads: int | None, num_envs: int) -> int:
-    """Worker threads for ``num_envs`` copies: default one per available core (at most one per copy).
+    """Threads stepping ``num_envs`` copies: default one per available core (at most one per copy).
 
     More threads than cores is capped with a warning; fewer than one is an error.
     """
