@@ -157,7 +157,7 @@ def resume(args: argparse.Namespace) -> int:
 
 
 def apply_threads(config: dict[str, Any]) -> dict[str, Any] | None:
-    """Set torch's thread count from the run's config; return the env kwargs (``--env-kwargs``, the MuJoCo batch's threads)."""
+    """Set torch's thread count from the run's config; return the env kwargs (``--env-kwargs``, MuJoCo threads)."""
     if config.get("torch_threads") is not None:
         th.set_num_threads(config["torch_threads"])
     env_kwargs = dict(config.get("env_kwargs") or {})
