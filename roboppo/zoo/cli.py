@@ -297,8 +297,9 @@ def entry_point() -> None:
 
     A process that has imported torch (``torch._dynamo`` comes with the first optimizer) and JAX
     spends about a second at exit tracing their module graphs for reference cycles. By the time
-    :func:`main` returns, every file the command wrote is closed, so the objects are frozen
-    (``gc.freeze``) and left to the operating system; atexit handlers and stream flushes still run.
+    :func:`main` returns, every file the command wrote is complete (models and videos are closed,
+    SB3's logger flushes each write), so the objects are frozen (``gc.freeze``) and left to the
+    operating system; atexit handlers and stream flushes still run.
     """
     code = main()
     gc.freeze()

@@ -5,8 +5,9 @@ of that env keeps working) and computes, for ``N`` simulations at once, what tha
 ``step`` and ``reset_model`` compute for one. The arithmetic is the same, term by term, so a
 batch equals ``N`` single envs (``tests/env/test_mujoco_vector_env.py`` checks it).
 
-A task names the ``MjData`` fields it reads (``fields``); the vector env gathers them into
-arrays ``[N, ...]`` after each step and hands them over as a dict.
+A task names the ``MjData`` fields it reads (``fields``); the vector env hands them over as a dict
+of ``[N, ...]`` arrays bound to its ``mujoco.batch.Batch`` (current after each step), plus a copy
+of the ``before_fields`` taken before the step.
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ class MujocoTask:
     """Base class: the per-batch counterpart of one Gymnasium ``MujocoEnv`` subclass."""
 
     fields: ClassVar[tuple[str, ...]] = ("qpos", "qvel")
-    #: the fields ``reward_and_termination`` reads from the state before the step
+    #: the fields ``reward_and_termination`` reads from ``before`` (the state before the step); only these
+    #: are copied, so a task that reads another field of ``before`` must name it here
     before_fields: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, env: Any) -> None:
@@ -32,7 +34,7 @@ class MujocoTask:
         self.dt: float = env.dt
 
     def observe(self, state: State) -> np.ndarray:
-        """Observations ``[N, obs_dim]`` (float64) of the gathered state."""
+        """Observations ``[N, obs_dim]`` (float64) of ``state``."""
         raise NotImplementedError
 
     def reward_and_termination(

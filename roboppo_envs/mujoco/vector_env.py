@@ -121,6 +121,9 @@ class MujocoVectorEnv(VectorEnv):
         self.observation_space = gym.vector.utils.batch_space(self.single_observation_space, num_envs)
         self.action_space = gym.vector.utils.batch_space(self.single_action_space, num_envs)
         self._batch = batch_class()(self.model, nsim=num_envs, nthread=self.num_threads, persistent=True)
+        # every copy runs on this env's own model (the batch would otherwise simulate a copy of it), so an
+        # edit to ``envs.model`` (a mass, a friction: domain randomization) reaches the physics at the next step
+        self._batch.set_models(self.model)
         self._ctrl, self._qpos, self._qvel = (self._batch.bind(name) for name in ("ctrl", "qpos", "qvel"))
         # live views: state rows (qpos, qvel) and outputs refreshed by every call (site_xpos, ...)
         self._state: State = {name: self._batch.bind(name) for name in self.task.fields}
@@ -164,6 +167,9 @@ class MujocoVectorEnv(VectorEnv):
         return self.template.render()
 
     def close(self, **kwargs: Any) -> None:
+        """Release the batch (its threads and every copy's ``MjData``) and the template env."""
+        if hasattr(self, "_batch"):
+            del self._batch, self._state, self._ctrl, self._qpos, self._qvel
         self.template.close()
 
     # -- stepping -------------------------------------------------------------------------------

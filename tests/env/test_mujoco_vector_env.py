@@ -148,3 +148,24 @@ def test_every_copy_steps_in_one_batch_on_the_requested_threads() -> None:
     before = envs._batch.state.copy()
     envs.step(np.zeros((5, 3), dtype=np.float32))
     assert (envs._batch.state != before).any(axis=1).all(), "one step moved every copy's state row"
+
+
+def test_an_edit_to_the_model_reaches_the_physics_as_in_a_single_env() -> None:
+    envs = RoboHopperVectorEnv(num_envs=2)
+    single = gym.make("RoboHopper-v0").unwrapped
+    envs.reset(seed=0)
+    single.reset(seed=0)
+    for model in (envs.model, single.model):
+        model.body_mass[:] *= 2.0  # domain randomization edits the env's model in place
+    actions = np.full((2, 3), 0.5, dtype=np.float32)
+    for _ in range(20):
+        obs, *_ = envs.step(actions)
+        single_obs, *_ = single.step(actions[0])
+    np.testing.assert_array_equal(obs[0], single_obs)
+
+
+def test_close_releases_the_batch() -> None:
+    envs = RoboHopperVectorEnv(num_envs=2)
+    envs.close()
+    assert not hasattr(envs, "_batch")
+    envs.close()  # twice is fine, as for Gymnasium's envs
