@@ -5,7 +5,7 @@ interface and its wrappers; callbacks see SB3's ``locals``) with three changes, 
 function here:
 
 - :func:`policy_actions`: roboppo's tanh-Gaussian policy samples pre-tanh actions in one
-  lean call (:mod:`roboppo.ppo.sampler`) and the buffer stores them (exact log-probabilities);
+  lean NumPy call (:mod:`roboppo.ppo.sampler`) and the buffer stores them (exact log-probabilities);
   any other policy goes through ``policy.forward`` and SB3's clipping, unchanged;
 - :func:`truncation_values`: one batched value call for all copies cut by a time limit
   (SB3 makes one call per copy);
@@ -49,8 +49,9 @@ def policy_actions(
     tanh_policy = pre_tanh_policy(policy)
     if tanh_policy is not None:
         assert isinstance(obs, th.Tensor)
-        sample = sampler if sampler is not None else tanh_policy.rollout_actions
-        pre_tanh, env_actions, values, log_probs = sample(obs)
+        if sampler is not None:  # a CPU policy: obs is a view of the env's array
+            return PolicyActions(*sampler(obs.numpy()))
+        pre_tanh, env_actions, values, log_probs = tanh_policy.rollout_actions(obs)
         return PolicyActions(pre_tanh.cpu().numpy(), env_actions.cpu().numpy(), values, log_probs)
     actions, values, log_probs = policy(obs)
     stored = actions.cpu().numpy()

@@ -1,4 +1,4 @@
-"""The per-rollout sampler: bitwise what ``rollout_actions`` returns, or not used at all."""
+"""The per-rollout sampler: what ``rollout_actions`` returns from the same draws, or not used at all."""
 
 from __future__ import annotations
 
@@ -24,16 +24,22 @@ def fit_statistics(policy: TanhGaussianPolicy, rng: np.random.Generator) -> None
 
 
 def assert_same_draws(reference: TanhGaussianPolicy, sampler: RolloutSampler | None, obs: th.Tensor) -> None:
-    """``sampler(obs)`` equals ``reference.rollout_actions(obs)`` bitwise, from the same generator state."""
+    """``sampler(obs)`` equals ``reference.rollout_actions(obs)`` to float32 rounding, from the same generator
+    state, and leaves the generator where ``rollout_actions`` does."""
     assert sampler is not None
     with th.no_grad():
         th.manual_seed(7)
         expected = reference.rollout_actions(obs)
+        after_reference = th.rand(4)
         th.manual_seed(7)
-        got = sampler(obs)
+        got = sampler(obs.numpy())
+        after_sampler = th.rand(4)
+    assert th.equal(after_reference, after_sampler)
     for a, b in zip(expected, got, strict=True):
-        assert a.shape == b.shape
-        assert th.equal(a, b)
+        b = th.as_tensor(b)
+        assert a.shape == b.shape and b.dtype == th.float32
+        th.testing.assert_close(b, a, rtol=1e-5, atol=1e-5)
+    assert not th.equal(expected[0], reference.rollout_actions(obs)[0])  # the comparison sees the noise
 
 
 @pytest.mark.parametrize(
@@ -44,9 +50,13 @@ def assert_same_draws(reference: TanhGaussianPolicy, sampler: RolloutSampler | N
         {"net_arch": {"pi": [16], "vf": [8, 8]}, "share_features_extractor": False},
         {"normalize_obs": False, "log_std_init": -1.0},
         {"obs_clip": 0.5},
+        {"net_arch": [16, 16], "activation_fn": th.nn.ELU},
+        {"net_arch": [16], "activation_fn": th.nn.LeakyReLU},
+        {"net_arch": [16], "activation_fn": th.nn.SiLU},
+        {"net_arch": [16], "activation_fn": th.nn.Sigmoid},
     ],
 )
-def test_the_sampler_returns_bitwise_what_rollout_actions_returns(kwargs: dict, rng: np.random.Generator) -> None:
+def test_the_sampler_returns_what_rollout_actions_returns(kwargs: dict, rng: np.random.Generator) -> None:
     policy = make_policy(**kwargs)
     fit_statistics(policy, rng)
     obs = th.as_tensor(rng.normal(2.0, 3.0, size=(16, 5)), dtype=th.float32)
@@ -73,3 +83,11 @@ def test_policies_it_does_not_know_keep_rollout_actions() -> None:
     with pytest.warns(UserWarning, match="infinite bounds"):
         gaussian = TanhGaussianPolicy(OBS, spaces.Box(-np.inf, np.inf, (2,), np.float32), lambda _: 3e-4)
     assert rollout_sampler(gaussian) is None
+    assert rollout_sampler(make_policy(activation_fn=th.nn.GELU)) is None  # no NumPy twin here
+
+
+def test_the_sampler_follows_large_inputs_without_overflow(rng: np.random.Generator) -> None:
+    policy = make_policy(net_arch=[8], activation_fn=th.nn.SiLU, normalize_obs=False, log_std_init=3.0)
+    obs = th.as_tensor(rng.normal(0.0, 300.0, size=(32, 5)), dtype=th.float32)
+    with np.errstate(over="raise", invalid="raise", divide="raise"):  # underflow to 0 is exact enough
+        assert_same_draws(policy, rollout_sampler(policy), obs)
