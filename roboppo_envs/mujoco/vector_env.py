@@ -39,6 +39,9 @@ from roboppo_envs.mujoco.tasks import (
     State,
 )
 
+#: ``MjData`` fields that are state (set by a reset, read by ``mj_step``), not computed from it
+STATE_FIELDS = ("qpos", "qvel")
+
 
 def batch_class() -> type[Any]:
     """``mujoco.batch.Batch``, or an ImportError naming the MuJoCo version it needs."""
@@ -128,6 +131,10 @@ class MujocoVectorEnv(VectorEnv):
         # live views: state rows (qpos, qvel) and outputs refreshed by every call (site_xpos, ...)
         self._state: State = {name: self._batch.bind(name) for name in self.task.fields}
         self._batch.reset()  # every row now holds mj_resetData's state: a new episode starts from a copy of it
+        # mj_forward after a reset only computes what the task reads: positions, forces (mj_step recomputes
+        # it all from the state before it integrates); a task that reads the state alone skips it
+        self._forward_on_reset = not set(self.task.fields) <= set(STATE_FIELDS)
+        self._render_stale = False  # copy 0 was reset without mj_forward: its positions are the old episode's
         self._reset_row = self._batch.state[0].copy()
         self._rngs = [np_random()[0] for _ in range(num_envs)]
         self._steps = np.zeros(num_envs, dtype=np.int64)
@@ -163,6 +170,9 @@ class MujocoVectorEnv(VectorEnv):
         """An RGB frame of copy 0 (``render_mode="rgb_array"``)."""
         if self.render_mode != "rgb_array":
             return None
+        if self._render_stale:
+            self._batch.forward(np.zeros(1, dtype=np.int64))
+            self._render_stale = False
         self._batch.get_data(0, self.template.data)
         return self.template.render()
 
@@ -180,6 +190,7 @@ class MujocoVectorEnv(VectorEnv):
         before = {name: self._state[name].copy() for name in self.task.before_fields}
         self._ctrl[:] = actions
         self._batch.step(nstep=self.frame_skip)  # mj_step frame_skip times per copy, as MujocoEnv.do_simulation
+        self._render_stale = False
         obs64 = self.task.observe(self._state)
         reward, terminated = self.task.reward_and_termination(before, self._state, actions, obs64)
         self._check_finite(obs64, reward)
@@ -198,12 +209,16 @@ class MujocoVectorEnv(VectorEnv):
         """Reset ``copies`` as ``MujocoEnv.reset`` does each; return their first observations (float32).
 
         ``mj_resetData`` (its state row, which is all a step reads: ``mjSTATE_INTEGRATION``), the new
-        ``qpos, qvel`` from each copy's generator, then ``mj_forward``.
+        ``qpos, qvel`` from each copy's generator, then ``mj_forward`` where the task reads more than
+        ``qpos, qvel``.
         """
         self._batch.state[copies] = self._reset_row
         for index in copies:
             self._qpos[index], self._qvel[index] = self.task.initial_state(self._rngs[index])
-        self._batch.forward(copies)
+        if self._forward_on_reset:
+            self._batch.forward(copies)
+        else:
+            self._render_stale = self._render_stale or bool(copies[0] == 0)
         rows = {name: array[copies] for name, array in self._state.items()}
         return self.task.observe(rows).astype(np.float32)
 

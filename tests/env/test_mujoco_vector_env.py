@@ -106,6 +106,21 @@ def test_render_shows_copy_zero() -> None:
     assert frame.ndim == 3 and frame.shape[2] == 3 and frame.std() > 0
 
 
+def test_render_after_a_reset_shows_the_new_episode(rng: np.random.Generator) -> None:
+    """Hopper resets without mj_forward (its observation is the state alone); a frame still shows the new pose."""
+    envs = gym.make_vec("RoboHopper-v0", num_envs=2, render_mode="rgb_array")
+    single = gym.make("RoboHopper-v0", render_mode="rgb_array")
+    envs.reset(seed=3)
+    for _ in range(20):
+        envs.step(random_actions(envs, rng))
+    moved = envs.render()
+    envs.reset(seed=5)
+    single.reset(seed=5)
+    frame = envs.render()
+    assert not np.array_equal(frame, moved)
+    np.testing.assert_array_equal(frame, single.render())
+
+
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [({"num_envs": 0}, "num_envs must be at least 1"), ({"num_envs": 2, "num_threads": 0}, "num_threads")],
