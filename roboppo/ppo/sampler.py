@@ -75,7 +75,7 @@ class RolloutSampler:
         self.critic = [*map(_layer, mlp.value_net), _layer(policy.value_net)]
         self.low, self.high = (bound.numpy().astype(np.float32) for bound in (distribution.low, distribution.high))
         self.half_range = distribution.half_range.numpy().astype(np.float32)
-        self.action_shape = policy.action_space.shape
+        self.action_shape: tuple[int, ...] = policy.action_space.shape  # type: ignore[assignment]
 
     def __call__(self, obs: Array) -> tuple[Array, Array, th.Tensor, th.Tensor]:
         """Pre-tanh and env-space actions, values ``[batch, 1]`` and log-probabilities ``[batch]`` for raw ``obs``."""
