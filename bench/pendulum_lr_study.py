@@ -2,7 +2,7 @@
 
     python bench/pendulum_lr_study.py const1e-3 lin1e-3 lin2e-3 --seeds 10 --out bench/results/pendulum_lr_study.md
 
-Each setting trains ``PPO("MlpPolicy", "RoboInvertedPendulum-v0", seed=s, learning_rate=...)`` for the
+Each setting trains ``PPO("MlpPolicy", "RoboInvertedPendulum-v0", seed=s, **setting)`` for the
 entry's whole budget (every other value from the entry) and evaluates every 1,000 steps
 (10 deterministic episodes): the first evaluation at or above 950 is when the quickstart would stop,
 the last is what ``PPO("MlpPolicy", "RoboInvertedPendulum-v0").learn()`` hands back.
@@ -17,6 +17,7 @@ import sys
 import tempfile
 
 import numpy as np
+import torch
 from stable_baselines3.common.callbacks import EvalCallback
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
@@ -27,15 +28,16 @@ from roboppo.common.env_util import make_env_from_id
 from roboppo.common.hparams import LinearSchedule
 
 ENV = "RoboInvertedPendulum-v0"
-SETTINGS = {
-    "const1e-3": 1e-3,
-    "lin1e-3": LinearSchedule(1e-3),
-    "lin2e-3": LinearSchedule(2e-3),
+SETTINGS: dict[str, dict] = {
+    "const1e-3": {"learning_rate": 1e-3},
+    "lin1e-3": {"learning_rate": LinearSchedule(1e-3)},
+    "lin2e-3": {"learning_rate": LinearSchedule(2e-3)},
+    "lin2e-3-ent1e-2": {"learning_rate": LinearSchedule(2e-3), "ent_coef": 0.01},
 }
 
 
 def run(name: str, seed: int) -> dict:
-    model = PPO("MlpPolicy", ENV, seed=seed, learning_rate=SETTINGS[name])
+    model = PPO("MlpPolicy", ENV, seed=seed, **SETTINGS[name])
     with tempfile.TemporaryDirectory() as folder:
         evaluation = EvalCallback(
             make_env_from_id(ENV, seed=10_000 + seed), n_eval_episodes=10, eval_freq=1000 // model.n_envs,
@@ -76,8 +78,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("settings", nargs="+", choices=sorted(SETTINGS))
     parser.add_argument("--seeds", type=int, default=10)
+    parser.add_argument("--torch-threads", type=int, default=None, help="torch threads (default: torch's)")
     parser.add_argument("--out", type=pathlib.Path, default=None)
     args = parser.parse_args()
+    if args.torch_threads is not None:
+        torch.set_num_threads(args.torch_threads)
     results = {}
     for name in args.settings:
         results[name] = []
