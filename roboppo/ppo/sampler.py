@@ -33,6 +33,11 @@ Array = np.ndarray
 Layer = Callable[[Array], Array]
 
 
+def _sigmoid(x: Array) -> Array:
+    """``1 / (1 + exp(-x))`` as ``(1 + tanh(x / 2)) / 2``, which cannot overflow."""
+    return np.float32(0.5) + np.float32(0.5) * np.tanh(np.float32(0.5) * x)
+
+
 def _numpy_activation(module: nn.Module) -> Layer | None:
     """``module``'s forward on float32 arrays, or None for an activation without a NumPy twin here."""
     if isinstance(module, nn.Tanh):
@@ -45,10 +50,10 @@ def _numpy_activation(module: nn.Module) -> Layer | None:
     if isinstance(module, nn.LeakyReLU):
         slope = np.float32(module.negative_slope)
         return lambda x: np.where(x > 0, x, x * slope)
-    if isinstance(module, nn.SiLU):  # x * sigmoid(x), with sigmoid(x) = (1 + tanh(x / 2)) / 2 (no overflow)
-        return lambda x: x * (np.float32(0.5) + np.float32(0.5) * np.tanh(np.float32(0.5) * x))
+    if isinstance(module, nn.SiLU):
+        return lambda x: x * _sigmoid(x)
     if isinstance(module, nn.Sigmoid):
-        return lambda x: np.float32(0.5) + np.float32(0.5) * np.tanh(np.float32(0.5) * x)
+        return _sigmoid
     if isinstance(module, nn.Identity):
         return lambda x: x
     return None
