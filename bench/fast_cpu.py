@@ -14,7 +14,8 @@ Tables (16 envs, 2 env threads, torch on one thread in every system):
 3. ``--whole-run``: ``learn(32_768)`` as whole processes (imports, model construction, JAX's
    import and compilation included) at minibatch 64, 256 and 512, 5 epochs: roboppo with an
    empty compilation cache, then again with the cache the first run filled, SBX and stock SB3;
-   time to the first env step and wall time.
+   time to the first env step and wall time. A **floor** process (imports, env, random steps; no
+   policy, no training) bounds what any system could reach.
 4. ``--scaling``: env and roboppo PPO over 1 and 2 threads and 8 to 64 envs;
    ``--memory-steps N``: roboppo's resident memory sampled after every rollout of an N-step run.
 
@@ -279,6 +280,9 @@ def whole_run_child(system: str, env_id: str, batch_size: int) -> None:
     import torch
 
     torch.set_num_threads(1)
+    if system == "floor":
+        floor_child(env_id)
+        return
     first_step: list[float] = []
     from stable_baselines3.common.callbacks import BaseCallback
 
@@ -291,6 +295,26 @@ def whole_run_child(system: str, env_id: str, batch_size: int) -> None:
     model = make_model(system, env_id, 16, hparams(batch_size, 5))
     model.learn(WHOLE_RUN_STEPS, callback=FirstStep())
     print(json.dumps({"first_step": first_step[0]}))
+
+
+def floor_child(env_id: str) -> None:
+    """What every PPO process on ``env_id`` does at least: import torch and SB3, make the 16 envs and step
+    them ``WHOLE_RUN_STEPS`` times (random actions, no policy, no training); print the first step's time."""
+    import gymnasium as gym
+    import numpy as np
+    import stable_baselines3.ppo  # noqa: F401  (roboppo's PPO subclasses it)
+
+    import roboppo_envs  # noqa: F401
+
+    env = gym.make_vec(env_id, num_envs=16)
+    env.reset(seed=0)
+    rng = np.random.default_rng(0)
+    space = env.action_space
+    actions = [rng.uniform(space.low, space.high).astype(np.float32) for _ in range(64)]
+    first_step = time.time()
+    for step in range(WHOLE_RUN_STEPS // 16):
+        env.step(actions[step % 64])
+    print(json.dumps({"first_step": first_step}))
 
 
 def whole_run(system: str, env_id: str, batch_size: int, cache: str) -> dict[str, float]:
@@ -311,17 +335,20 @@ def whole_run_table(args: argparse.Namespace) -> str:
         f"**Whole runs**: `learn({WHOLE_RUN_STEPS:_})` on {env_id} as a whole `python` process (imports, model, "
         "JAX's import and compilation included), 16 envs x 128 steps, 5 epochs, SB3's other defaults; "
         "roboppo first with an empty compilation cache (cold), then with the cache that run filled (warm). "
-        "Seconds to the first env step / wall seconds; ratios are stock SB3's wall time over each system's.",
+        "Seconds to the first env step / wall seconds; ratios are stock SB3's wall time over each system's. "
+        "**Floor**: a process that only imports torch and SB3, makes roboppo's 16 envs and steps them "
+        f"{WHOLE_RUN_STEPS:_} times with random actions (no policy, no training): SB3 / floor is the most "
+        "any PPO on these libraries and this env could reach.",
         "",
-        "| batch | roboppo cold | roboppo warm | SBX | stock SB3 "
-        "| SB3 / roboppo cold | SB3 / roboppo warm | SB3 / SBX |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| batch | roboppo cold | roboppo warm | SBX | stock SB3 | floor "
+        "| SB3 / roboppo cold | SB3 / roboppo warm | SB3 / SBX | SB3 / floor |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for batch_size in (64, 256, 512):
         with tempfile.TemporaryDirectory(prefix="roboppo-jax-cache-") as cache:
             runs = {"cold": whole_run("roboppo", env_id, batch_size, cache)}
             runs["warm"] = whole_run("roboppo", env_id, batch_size, cache)
-        for peer in peers:
+        for peer in (*peers, "floor"):
             runs[peer] = whole_run(peer, env_id, batch_size, "")
         lines.append(_whole_run_row(batch_size, runs))
         print(lines[-1], flush=True)
@@ -339,8 +366,8 @@ def _whole_run_row(batch_size: int, runs: dict[str, dict[str, float]]) -> str:
         return f"{stock / runs[name]['wall']:.2f}" if name in runs else "-"
 
     return (
-        f"| {batch_size} | {cell('cold')} | {cell('warm')} | {cell('sbx')} | {cell('sb3')} "
-        f"| {ratio('cold')} | {ratio('warm')} | {ratio('sbx')} |"
+        f"| {batch_size} | {cell('cold')} | {cell('warm')} | {cell('sbx')} | {cell('sb3')} | {cell('floor')} "
+        f"| {ratio('cold')} | {ratio('warm')} | {ratio('sbx')} | {ratio('floor')} |"
     )
 
 
