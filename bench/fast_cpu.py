@@ -21,7 +21,7 @@ Tables (16 envs, 2 env threads, torch on one thread in every system):
 
 EnvPool and SBX are optional (``pip install 'roboppo[bench]'``); a missing one is reported as such.
 
-    python bench/fast_cpu.py --repeats 3 --whole-run --out bench/results/fast_cpu.md
+    python bench/fast_cpu.py --repeats 3 --whole-run --whole-run-repeats 3 --out bench/results/fast_cpu.md
     python bench/fast_cpu.py --envs RoboHopper-v0 --batch-sizes 64 --rollouts 2
 """
 
@@ -334,8 +334,9 @@ def whole_run_table(args: argparse.Namespace) -> str:
     lines = [
         f"**Whole runs**: `learn({WHOLE_RUN_STEPS:_})` on {env_id} as a whole `python` process (imports, model, "
         "JAX's import and compilation included), 16 envs x 128 steps, 5 epochs, SB3's other defaults; "
-        "roboppo first with an empty compilation cache (cold), then with the cache that run filled (warm). "
-        "Seconds to the first env step / wall seconds; ratios are stock SB3's wall time over each system's. "
+        "roboppo first with an empty compilation cache (cold), then with the cache that run filled (warm); "
+        f"each system's fastest of {args.whole_run_repeats} interleaved rounds. Seconds to the first env step / "
+        "wall seconds; ratios are stock SB3's wall time over each system's. "
         "**Floor**: a process that only imports torch and SB3, makes roboppo's 16 envs and steps them "
         f"{WHOLE_RUN_STEPS:_} times with random actions (no policy, no training): SB3 / floor is the most "
         "any PPO on these libraries and this env could reach.",
@@ -345,14 +346,24 @@ def whole_run_table(args: argparse.Namespace) -> str:
         "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for batch_size in (64, 256, 512):
-        with tempfile.TemporaryDirectory(prefix="roboppo-jax-cache-") as cache:
-            runs = {"cold": whole_run("roboppo", env_id, batch_size, cache)}
-            runs["warm"] = whole_run("roboppo", env_id, batch_size, cache)
-        for peer in (*peers, "floor"):
-            runs[peer] = whole_run(peer, env_id, batch_size, "")
-        lines.append(_whole_run_row(batch_size, runs))
+        best: dict[str, dict[str, float]] = {}
+        for _ in range(args.whole_run_repeats):  # interleaved rounds; each system's fastest counts
+            for name, run in whole_run_round(env_id, batch_size, peers).items():
+                if name not in best or run["wall"] < best[name]["wall"]:
+                    best[name] = run
+        lines.append(_whole_run_row(batch_size, best))
         print(lines[-1], flush=True)
     return "\n".join(lines)
+
+
+def whole_run_round(env_id: str, batch_size: int, peers: list[str]) -> dict[str, dict[str, float]]:
+    """roboppo cold, then warm on the cache it filled; each peer; the floor."""
+    with tempfile.TemporaryDirectory(prefix="roboppo-jax-cache-") as cache:
+        runs = {"cold": whole_run("roboppo", env_id, batch_size, cache)}
+        runs["warm"] = whole_run("roboppo", env_id, batch_size, cache)
+    for peer in (*peers, "floor"):
+        runs[peer] = whole_run(peer, env_id, batch_size, "")
+    return runs
 
 
 def _whole_run_row(batch_size: int, runs: dict[str, dict[str, float]]) -> str:
@@ -423,6 +434,7 @@ def main() -> None:
     parser.add_argument("--rollouts", type=int, default=6)
     parser.add_argument("--repeats", type=int, default=1, help="runs per system, interleaved; the best counts")
     parser.add_argument("--whole-run", action="store_true", help="add the whole-process table (first env listed)")
+    parser.add_argument("--whole-run-repeats", type=int, default=1, help="rounds of the whole-run table")
     parser.add_argument("--scaling", action="store_true", help="add the threads x envs scaling table")
     parser.add_argument("--memory-steps", type=int, default=0, help="train roboppo this long, sampling memory")
     parser.add_argument("--out", type=pathlib.Path, default=None)
