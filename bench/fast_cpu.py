@@ -3,8 +3,9 @@
 Tables (16 envs, 2 env threads, torch on one thread in every system):
 
 1. **Env stepping**, random actions, no policy: EnvPool's ``Hopper-v5`` (C++ thread pool),
-   roboppo's batched ``RoboHopper-v0`` and Gymnasium's ``SyncVectorEnv`` of ``Hopper-v5``, all in
-   one child process, interleaved; each the best of ``--repeats``.
+   roboppo's batched ``RoboHopper-v0`` (and the rate of its time inside MuJoCo alone) and
+   Gymnasium's ``SyncVectorEnv`` of ``Hopper-v5``, all in one child process, interleaved; each the
+   best of ``--repeats``.
 2. **PPO end to end** at each minibatch size, each system in a fresh child process (own peak
    memory), interleaved repeats, best kept: roboppo (every epoch and minibatch of a rollout in
    one compiled JAX call), roboppo with ``train_backend="torch"``, SBX (SB3 in JAX) and stock
@@ -101,16 +102,27 @@ def env_rates(env_id: str, n_envs: int, threads: int, systems: tuple[str, ...], 
     space = first.single_action_space if hasattr(first, "single_action_space") else first.action_space
     actions = [rng.uniform(space.low, space.high, (n_envs, *space.shape)).astype(np.float32) for _ in range(64)]
     best = dict.fromkeys(systems, 0.0)
+    physics = _physics_clock(envs.get("roboppo"))
     for env in envs.values():
         env.reset()
     for _ in range(repeats):
         for system, env in envs.items():
-            steps, start = 0, time.perf_counter()
+            steps, start, physics["seconds"] = 0, time.perf_counter(), 0.0
             while time.perf_counter() - start < 1.5:
                 env.step(actions[(steps // n_envs) % 64])
                 steps += n_envs
             best[system] = max(best[system], steps / (time.perf_counter() - start))
+            if system == "roboppo":  # the same steps at the rate of their time in MuJoCo alone
+                best["roboppo-physics"] = max(best.get("roboppo-physics", 0.0), steps / physics["seconds"])
     return best
+
+
+def _physics_clock(env: Any) -> dict[str, float]:
+    """Time spent in roboppo's ``Batch.step`` (MuJoCo's physics, no Python around it), summed into the result."""
+    clock = {"seconds": 0.0}
+    if env is not None:
+        _timed(env._batch, "step", clock, key="seconds")
+    return clock
 
 
 # -- PPO end to end -------------------------------------------------------------------------------
@@ -139,8 +151,8 @@ def make_model(system: str, env_id: str, n_envs: int, settings: dict[str, Any], 
     return SB3PPO("MlpPolicy", venv, seed=0, device="cpu", **settings)
 
 
-def _timed(obj: Any, name: str, clock: dict[str, float]) -> None:
-    """Wrap ``obj.name`` so that its wall time accumulates in ``clock[name]``."""
+def _timed(obj: Any, name: str, clock: dict[str, float], key: str | None = None) -> None:
+    """Wrap ``obj.name`` so that its wall time accumulates in ``clock[key or name]``."""
     original = getattr(obj, name)
 
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -148,7 +160,7 @@ def _timed(obj: Any, name: str, clock: dict[str, float]) -> None:
         try:
             return original(*args, **kwargs)
         finally:
-            clock[name] += time.perf_counter() - start
+            clock[key or name] += time.perf_counter() - start
 
     setattr(obj, name, wrapper)
 
@@ -212,10 +224,13 @@ def env_table(args: argparse.Namespace) -> tuple[str, dict[str, dict[str, float]
     systems = tuple(s for s in ENV_SYSTEMS if missing(s) is None)
     lines = [
         f"**Env stepping**: {args.n_envs} envs, 2 threads, uniform random actions, no policy; "
-        f"best of {args.repeats} interleaved 1.5 s runs in one process.",
+        f"best of {args.repeats} interleaved 1.5 s runs in one process. roboppo's physics alone: the same steps "
+        "at the rate of their time inside MuJoCo's `Batch.step`, what roboppo's env would reach if the Python "
+        "around the physics (observations, rewards, resets) cost nothing.",
         "",
-        "| env | EnvPool steps/s | roboppo env steps/s | Gymnasium SyncVectorEnv steps/s | roboppo / EnvPool |",
-        "|---|---:|---:|---:|---:|",
+        "| env | EnvPool steps/s | roboppo env steps/s | Gymnasium SyncVectorEnv steps/s | roboppo / EnvPool "
+        "| roboppo's physics alone / EnvPool |",
+        "|---|---:|---:|---:|---:|---:|",
     ]
     rates = {}
     for env_id in args.envs:
@@ -224,7 +239,8 @@ def env_table(args: argparse.Namespace) -> tuple[str, dict[str, dict[str, float]
         envpool = rate.get("envpool")
         shown = [f"{rate[s]:,.0f}" if s in rate else missing(s) for s in ENV_SYSTEMS]
         ratio = f"{rate['roboppo'] / envpool:.2f}" if envpool else "-"
-        lines.append(f"| {env_id} | {' | '.join(shown)} | {ratio} |")
+        bound = f"{rate['roboppo-physics'] / envpool:.2f}" if envpool else "-"
+        lines.append(f"| {env_id} | {' | '.join(shown)} | {ratio} | {bound} |")
         print(lines[-1], flush=True)
     return "\n".join(lines), rates
 

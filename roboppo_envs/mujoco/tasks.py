@@ -12,11 +12,16 @@ of the ``before_fields`` taken before the step.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import numpy as np
 
 State = dict[str, np.ndarray]
+
+
+def clip(values: np.ndarray, low: float, high: float) -> np.ndarray:
+    """``np.clip(values, low, high)``, NaN included, without its Python wrapper (a third of the time here)."""
+    return np.minimum(np.maximum(values, low), high)
 
 
 class MujocoTask:
@@ -78,8 +83,8 @@ class InvertedDoublePendulumTask(MujocoTask):
             qpos[:, :1],
             np.sin(qpos[:, 1:]),
             np.cos(qpos[:, 1:]),
-            np.clip(state["qvel"], -10, 10),
-            np.clip(state["qfrc_constraint"], -10, 10)[:, :1],
+            clip(state["qvel"], -10.0, 10.0),
+            clip(state["qfrc_constraint"][:, :1], -10.0, 10.0),
         ]
         return np.concatenate(parts, axis=1)
 
@@ -116,19 +121,22 @@ class HopperTask(MujocoTask):
         self.z_range: tuple[float, float] = env._healthy_z_range
         self.angle_range: tuple[float, float] = env._healthy_angle_range
         self.skip_x: bool = env._exclude_current_positions_from_observation
+        # is_healthy's three ranges as bounds on state_vector()[1:]: z, the torso angle, then the rest
+        size = self.init_qpos.size + self.init_qvel.size - 1
+        self.healthy_low = np.full(size, self.state_range[0], dtype=np.float64)
+        self.healthy_high = np.full(size, self.state_range[1], dtype=np.float64)
+        self.healthy_low[:2] = self.z_range[0], self.angle_range[0]
+        self.healthy_high[:2] = self.z_range[1], self.angle_range[1]
 
     def observe(self, state: State) -> np.ndarray:
         position = state["qpos"][:, 1:] if self.skip_x else state["qpos"]
-        return np.concatenate([position, np.clip(state["qvel"], -10, 10)], axis=1)
+        return np.concatenate([position, clip(state["qvel"], -10.0, 10.0)], axis=1)
 
     def is_healthy(self, state: State) -> np.ndarray:
-        qpos = state["qpos"]
-        z, angle = qpos[:, 1], qpos[:, 2]
-        rest = np.concatenate([qpos, state["qvel"]], axis=1)[:, 2:]
-        healthy_state = np.all((self.state_range[0] < rest) & (rest < self.state_range[1]), axis=1)
-        healthy_z = (self.z_range[0] < z) & (z < self.z_range[1])
-        healthy_angle = (self.angle_range[0] < angle) & (angle < self.angle_range[1])
-        return healthy_state & healthy_z & healthy_angle
+        """Gymnasium's three strict range checks (z, angle, the rest of the state) as one comparison per bound."""
+        checked = np.concatenate([state["qpos"], state["qvel"]], axis=1)[:, 1:]
+        within = (self.healthy_low < checked) & (checked < self.healthy_high)
+        return cast(np.ndarray, within.all(axis=1))
 
     def reward_and_termination(
         self, before: State, state: State, actions: np.ndarray, obs: np.ndarray
@@ -136,5 +144,6 @@ class HopperTask(MujocoTask):
         x_velocity = (state["qpos"][:, 0] - before["qpos"][:, 0]) / self.dt
         healthy = self.is_healthy(state)
         rewards = self.forward_weight * x_velocity + healthy * self.healthy_reward
-        ctrl_cost = self.ctrl_weight * np.sum(np.square(actions), axis=1)
-        return rewards - ctrl_cost, ~healthy & self.terminate_when_unhealthy
+        ctrl_cost = self.ctrl_weight * np.square(actions).sum(axis=1)
+        terminated = ~healthy if self.terminate_when_unhealthy else np.zeros_like(healthy)
+        return rewards - ctrl_cost, terminated

@@ -226,7 +226,7 @@ class MujocoVectorEnv(VectorEnv):
 
     def _checked_actions(self, actions: np.ndarray) -> np.ndarray:
         expected = (self.num_envs, self.model.nu)
-        if actions.shape != expected or not np.issubdtype(actions.dtype, np.floating):
+        if actions.shape != expected or actions.dtype.kind != "f":
             raise ValueError(
                 f"{self.name}: actions must be a float array of shape {expected} (num_envs, action_dim), "
                 f"got {actions.dtype} {actions.shape}."

@@ -22,8 +22,55 @@ def random_actions(envs: MujocoVectorEnv, rng: np.random.Generator) -> np.ndarra
 
 @pytest.mark.parametrize("env_id", ROBO_IDS)
 def test_batch_equals_single_envs_step_by_step_across_resets(env_id: str, rng: np.random.Generator) -> None:
-    envs = gym.make_vec(env_id, num_envs=3, num_threads=2)
-    singles = [gym.make(env_id) for _ in range(3)]
+    assert compare_with_single_envs(env_id, {}, rng) > 0
+
+
+# Hopper's health checks with every range narrowed (z, the angle and the state each end episodes here), and off
+HOPPER_HEALTH = [
+    {"healthy_z_range": (1.22, 1.28), "healthy_angle_range": (-0.08, 0.07), "healthy_state_range": (-3.0, 3.5)},
+    {"terminate_when_unhealthy": False, "healthy_reward": 0.5, "exclude_current_positions_from_observation": False},
+]
+
+
+@pytest.mark.parametrize("kwargs", HOPPER_HEALTH, ids=["narrow-ranges", "no-termination"])
+def test_hopper_health_settings_match_single_envs(kwargs: dict, rng: np.random.Generator) -> None:
+    resets = compare_with_single_envs("RoboHopper-v0", kwargs, rng)
+    assert (resets == 0) == (kwargs.get("terminate_when_unhealthy") is False)
+
+
+def test_hopper_health_check_matches_gymnasium_on_every_bound() -> None:
+    """States on, just inside and just outside each of the six bounds, and NaN, against Gymnasium's is_healthy."""
+    kwargs = {"healthy_z_range": (1.0, 1.5), "healthy_angle_range": (-0.1, 0.2), "healthy_state_range": (-3.0, 4.0)}
+    single = gym.make("RoboHopper-v0", **kwargs).unwrapped
+    task = gym.make_vec("RoboHopper-v0", num_envs=1, **kwargs).task
+    single.reset(seed=0)
+    base = np.concatenate([single.init_qpos, single.init_qvel])
+    states = [base]
+    for index, (low, high) in [(1, kwargs["healthy_z_range"]), (2, kwargs["healthy_angle_range"])] + [
+        (i, kwargs["healthy_state_range"]) for i in (3, 7, 11)
+    ]:
+        for value in (low, high, np.nextafter(low, 0.0), np.nextafter(high, 0.0), low - 0.5, high + 0.5, np.nan):
+            state = base.copy()
+            state[index] = value
+            states.append(state)
+    nq = single.init_qpos.size
+    expected = []
+    for state in states:
+        single.set_state(state[:nq], state[nq:])
+        expected.append(single.is_healthy)
+    batch = np.stack(states)
+    healthy = task.is_healthy({"qpos": batch[:, :nq], "qvel": batch[:, nq:]})
+    assert healthy.tolist() == expected
+    assert 0 < sum(expected) < len(expected)
+
+
+def compare_with_single_envs(env_id: str, kwargs: dict, rng: np.random.Generator) -> int:
+    """Step 3 batched copies and 3 single envs with the same actions for 300 steps, asserting equality.
+
+    :return: how many episodes ended.
+    """
+    envs = gym.make_vec(env_id, num_envs=3, num_threads=2, **kwargs)
+    singles = [gym.make(env_id, **kwargs) for _ in range(3)]
     obs, _ = envs.reset(seed=11)
     single_obs = [env.reset(seed=11 + i)[0] for i, env in enumerate(singles)]
     resets = 0
@@ -39,7 +86,7 @@ def test_batch_equals_single_envs_step_by_step_across_resets(env_id: str, rng: n
                 np.testing.assert_array_equal(info["final_obs"][i], single_obs[i])
                 single_obs[i], _ = env.reset()
                 resets += 1
-    assert resets > 0
+    return resets
 
 
 def balance(obs: np.ndarray) -> np.ndarray:
