@@ -117,16 +117,14 @@ class HopperTask(MujocoTask):
         self.ctrl_weight: float = env._ctrl_cost_weight
         self.healthy_reward: float = env._healthy_reward
         self.terminate_when_unhealthy: bool = env._terminate_when_unhealthy
-        self.state_range: tuple[float, float] = env._healthy_state_range
-        self.z_range: tuple[float, float] = env._healthy_z_range
-        self.angle_range: tuple[float, float] = env._healthy_angle_range
         self.skip_x: bool = env._exclude_current_positions_from_observation
         # is_healthy's three ranges as bounds on state_vector()[1:]: z, the torso angle, then the rest
         size = self.init_qpos.size + self.init_qvel.size - 1
-        self.healthy_low = np.full(size, self.state_range[0], dtype=np.float64)
-        self.healthy_high = np.full(size, self.state_range[1], dtype=np.float64)
-        self.healthy_low[:2] = self.z_range[0], self.angle_range[0]
-        self.healthy_high[:2] = self.z_range[1], self.angle_range[1]
+        (z_low, z_high), (angle_low, angle_high) = env._healthy_z_range, env._healthy_angle_range
+        self.healthy_low = np.full(size, env._healthy_state_range[0], dtype=np.float64)
+        self.healthy_high = np.full(size, env._healthy_state_range[1], dtype=np.float64)
+        self.healthy_low[:2] = z_low, angle_low
+        self.healthy_high[:2] = z_high, angle_high
 
     def observe(self, state: State) -> np.ndarray:
         position = state["qpos"][:, 1:] if self.skip_x else state["qpos"]
