@@ -1,116 +1,192 @@
-"""A trained policy as one file for a robot: raw observation in, env-space action out.
+"""A trained policy as one file for a robot: raw observation in, the action ``predict`` would take out.
 
-:func:`export_policy` writes a TorchScript or ONNX file of :class:`DeployablePolicy`, the
-deterministic path of roboppo's ``MlpPolicy`` with everything a deployment would otherwise
-have to re-implement inside it: the running observation statistics (normalize and clip), the
-actor network, the action mean, ``tanh`` and the rescaling to the Box bounds. What it returns
-equals ``model.predict(obs, deterministic=True)`` (``tests/unit/test_export.py`` checks it to
-1e-5 on 1,000 observations with ``torch.jit.load`` and onnxruntime).
+:func:`export_policy` traces the policy itself, not a rebuilt copy of its network: the file records
+the operations ``policy.predict(obs, deterministic=True)`` runs (SB3's preprocessing, the
+policy's features extractor with its observation statistics, its networks and any method a
+subclass overrides, the deterministic action of its distribution, then ``predict``'s rescaling or
+clipping to a Box). :class:`DeterministicPolicy` is that path as one module.
 
-The file holds copies of the weights; it needs neither roboppo, SB3 nor Python: libtorch
-(C++) loads TorchScript, and ONNX Runtime runs ONNX on most robot computers.
+Before the file is put in place it is loaded back (``torch.jit.load`` or onnxruntime) and run on a
+batch of observations drawn from the policy's observation statistics; if its actions differ from
+``predict``'s by more than 1e-5, export fails and nothing is written. What cannot be traced (a
+forward that branches on observation values in Python, an operation the exporter lacks) is
+refused with one line naming the module; :func:`roboppo.ppo.fast_paths.export_refusal` names the
+policies whose ``predict`` the file could not follow.
+
+The file needs neither roboppo, SB3 nor Python: libtorch (C++) loads TorchScript, and ONNX
+Runtime runs ONNX on most robot computers.
 """
 
 from __future__ import annotations
 
 import contextlib
-import copy
 import logging
 import os
 import pathlib
 import warnings
 from collections.abc import Iterator
+from typing import Any
 
+import numpy as np
 import torch as th
 from gymnasium import spaces
+from stable_baselines3.common.policies import BasePolicy
 from torch import nn
 
-from roboppo.common.distributions import TanhNormalDistribution
 from roboppo.common.errors import MissingDependencyError, UserInputError
 from roboppo.common.files import atomic_target
-from roboppo.common.normalization import NormalizedFlattenExtractor
-from roboppo.ppo.policies import TanhGaussianPolicy, has_forward_hooks
+from roboppo.common.normalization import RunningMeanStd
+from roboppo.ppo.fast_paths import export_refusal
 
 FORMATS = ("onnx", "torchscript")
+CHECK_SAMPLES = 512  # observations the written file is checked on against predict
+TOLERANCE = 1e-5
 
 
 class ExportError(UserInputError, ValueError):
-    """A policy or format the exporter does not handle; the message says why."""
+    """A policy or format the exporter does not handle, or a file that would not match ``predict``."""
 
 
-class DeployablePolicy(nn.Module):
-    """``obs [batch, obs_dim]`` (float32, raw as the env returns it) -> deterministic actions ``[batch, act_dim]``.
+class DeterministicPolicy(nn.Module):
+    """``obs [batch, *obs_shape]`` (float32, raw) -> ``predict(obs, deterministic=True)``'s actions, as a module.
 
-    :param policy: roboppo's ``TanhGaussianPolicy`` with Box observations and bounded Box actions.
+    :param policy: an SB3 policy (roboppo's or SB3's) with a Box observation space, set to eval mode as
+        ``predict`` sets it. A policy on the CPU is used itself; one on another device is rebuilt on the CPU
+        from its constructor parameters and weights, as SB3's ``BasePolicy.load`` rebuilds a policy.
     """
 
-    obs_mean: th.Tensor
-    obs_std: th.Tensor
     low: th.Tensor
     high: th.Tensor
-    half_range: th.Tensor
 
-    def __init__(self, policy: nn.Module) -> None:
+    def __init__(self, policy: BasePolicy) -> None:
         super().__init__()
-        reason = unsupported(policy)
-        if reason is not None:
-            raise ExportError(f"cannot export this policy: {reason}.")
-        assert isinstance(policy, TanhGaussianPolicy)
-        extractor = policy.pi_features_extractor
-        assert isinstance(extractor, NormalizedFlattenExtractor)
-        statistics = extractor.obs_rms
-        self.normalize = bool(extractor.normalize)
-        self.clip = float(extractor.clip)
-        self.register_buffer("obs_mean", statistics.mean.to(th.float32).clone())
-        self.register_buffer("obs_std", th.sqrt(statistics.var + statistics.epsilon).to(th.float32))
-        self.actor = copy.deepcopy(policy.mlp_extractor.policy_net).cpu()
-        self.mean_head = copy.deepcopy(policy.action_net).cpu()
-        distribution = policy.action_dist
-        assert isinstance(distribution, TanhNormalDistribution)
-        self.register_buffer("low", distribution.low.clone())
-        self.register_buffer("high", distribution.high.clone())
-        self.register_buffer("half_range", distribution.half_range.clone())
+        self.policy = policy if policy.device.type == "cpu" else _rebuilt_on_cpu(policy)
+        self.policy.set_training_mode(False)
+        space = policy.action_space
+        self.action_shape: tuple[int, ...] = tuple(space.shape or ())
+        self.box = isinstance(space, spaces.Box)
+        self.squash = bool(policy.squash_output)
+        low, high = (space.low, space.high) if isinstance(space, spaces.Box) else (np.zeros(0), np.zeros(0))
+        self.register_buffer("low", th.as_tensor(low, dtype=th.float32))
+        self.register_buffer("high", th.as_tensor(high, dtype=th.float32))
         self.eval()
 
     def forward(self, obs: th.Tensor) -> th.Tensor:
-        x = obs.float()
-        if self.normalize:
-            x = th.clamp((x - self.obs_mean) / self.obs_std, -self.clip, self.clip)
-        mean = self.mean_head(self.actor(x.flatten(start_dim=1)))
-        return th.clamp(self.low + (th.tanh(mean) + 1.0) * self.half_range, self.low, self.high)
+        actions = self.policy._predict(obs, deterministic=True).reshape(-1, *self.action_shape)
+        if not self.box:
+            return actions
+        if self.squash:  # BasePolicy.unscale_action
+            return self.low + 0.5 * (actions + 1.0) * (self.high - self.low)
+        return th.clamp(actions, self.low, self.high)
 
 
-def unsupported(policy: nn.Module) -> str | None:
-    """Why ``policy`` cannot be exported, or None."""
-    if not isinstance(policy, TanhGaussianPolicy) or not isinstance(policy.action_dist, TanhNormalDistribution):
-        return f"only roboppo's MlpPolicy with bounded Box actions exports, got {type(policy).__name__}"
-    space = policy.observation_space
-    if not isinstance(space, spaces.Box) or len(space.shape) != 1:
-        return f"observations must be a flat Box, got {space}"
-    if type(policy.pi_features_extractor) is not NormalizedFlattenExtractor:
-        return f"the features extractor is a {type(policy.pi_features_extractor).__name__}"
-    if has_forward_hooks(policy):
-        return "the policy has forward hooks"
-    return None
+def _rebuilt_on_cpu(policy: BasePolicy) -> BasePolicy:
+    rebuilt = type(policy)(**policy._get_constructor_parameters())
+    rebuilt.load_state_dict(policy.state_dict())
+    return rebuilt.to("cpu")
 
 
 def export_policy(policy: nn.Module, path: str | os.PathLike[str], fmt: str) -> pathlib.Path:
     """Write ``policy``'s deterministic controller to ``path`` as ``fmt`` (``"onnx"`` or ``"torchscript"``).
 
-    The file is written under a temporary name and renamed into place, so a failed export
-    leaves no partial file. Input ``observation`` ``[batch, obs_dim]`` float32, output
-    ``action`` ``[batch, act_dim]``; the batch size is free.
+    Input ``observation`` ``[batch, *obs_shape]`` float32, output ``action`` ``[batch, *action_shape]``;
+    the batch size is free. The file is written under a temporary name, checked against ``predict``
+    and only then renamed into place: a failed or mismatching export leaves no file.
+
+    :raises ExportError: unknown format, a policy export cannot follow, or a file that differs from ``predict``.
     """
     if fmt not in FORMATS:
         raise ExportError(f"unknown export format {fmt!r}; choose one of {', '.join(FORMATS)}.")
-    module = DeployablePolicy(policy)
-    example = th.zeros((2, *module.obs_mean.shape), dtype=th.float32)
+    reason = export_refusal(policy) if isinstance(policy, BasePolicy) else "it is not a Stable-Baselines3 policy"
+    if reason is not None:
+        raise ExportError(f"cannot export this policy: {reason}.")
+    assert isinstance(policy, BasePolicy)
+    module = DeterministicPolicy(policy)
+    observations = probe_observations(policy, CHECK_SAMPLES)
+    expected, _ = module.policy.predict(observations, deterministic=True)
+    example = th.as_tensor(observations[:2])
     with atomic_target(path) as partial:
         if fmt == "torchscript":
-            th.jit.save(th.jit.trace(module, example), str(partial))
+            th.jit.save(_trace(module, example), str(partial))
+            with th.no_grad():
+                written = th.jit.load(str(partial))(th.as_tensor(observations)).numpy()
         else:
             _write_onnx(module, example, partial)
+            written = _run_onnx(partial, observations)
+        _check_same(written, expected, fmt)
     return pathlib.Path(path)
+
+
+def probe_observations(policy: BasePolicy, count: int, seed: int = 0) -> np.ndarray:
+    """``count`` float32 observations around what the policy has seen: drawn from its running observation
+    statistics (mean +- up to 4 standard deviations) when it keeps them, else from the observation space."""
+    space = policy.observation_space
+    assert isinstance(space, spaces.Box)
+    rng = np.random.default_rng(seed)
+    statistics = [m for m in policy.modules() if isinstance(m, RunningMeanStd) and float(m.count) > 0]
+    normal = rng.normal(size=(count, *space.shape)) * np.linspace(0.0, 4.0, count).reshape(-1, *[1] * len(space.shape))
+    if statistics:
+        mean, var = statistics[0].mean.cpu().numpy(), statistics[0].var.cpu().numpy()
+        observations = mean + np.sqrt(var) * normal
+    else:
+        observations = normal
+    low = np.where(np.isfinite(space.low), space.low, -np.inf)
+    high = np.where(np.isfinite(space.high), space.high, np.inf)
+    return np.clip(observations, low, high).astype(np.float32)
+
+
+def _check_same(written: np.ndarray, expected: np.ndarray, fmt: str) -> None:
+    """Raise :class:`ExportError` unless the file's actions equal ``predict``'s (to ``TOLERANCE``)."""
+    written = np.asarray(written).reshape(expected.shape)
+    if np.issubdtype(expected.dtype, np.integer):
+        differ = int((written != expected).sum())
+        if differ:
+            raise ExportError(f"the {fmt} file picks other actions than predict on {differ} of {len(expected)} "
+                              "observations; nothing was written.")  # fmt: skip
+        return
+    gap = float(np.max(np.abs(written - expected), initial=0.0))
+    if not np.allclose(written, expected, rtol=TOLERANCE, atol=TOLERANCE):
+        raise ExportError(
+            f"the {fmt} file's actions differ from predict(obs, deterministic=True) by up to {gap:.3g} on "
+            f"{len(expected)} observations drawn from the observation statistics; nothing was written."
+        )
+
+
+def _trace(module: DeterministicPolicy, example: th.Tensor) -> th.jit.ScriptModule:
+    """``torch.jit.trace`` of ``module``; what cannot be traced is refused, naming the module being run."""
+    with _module_stack(module) as stack, warnings.catch_warnings(), th.no_grad():
+        warnings.simplefilter("error", th.jit.TracerWarning)  # a value-dependent branch would be frozen
+        try:
+            return th.jit.trace(module, example, check_trace=False)
+        except Exception as error:
+            raise _untraceable(stack, error) from error
+
+
+def _untraceable(stack: list[str], error: Exception) -> ExportError:
+    where = stack[-1] if stack else "the policy"
+    first_line = str(error).strip().splitlines()[0] if str(error).strip() else ""
+    return ExportError(f"cannot export this policy: {where} cannot be traced ({type(error).__name__}: {first_line}).")
+
+
+@contextlib.contextmanager
+def _module_stack(module: DeterministicPolicy) -> Iterator[list[str]]:
+    """The names of the policy's modules being run, innermost last (global hooks, removed on exit)."""
+    names = {id(m): name.removeprefix("policy.") or type(m).__name__ for name, m in module.named_modules()}
+    stack: list[str] = []
+
+    def enter(m: nn.Module, inputs: Any) -> None:
+        stack.append(names.get(id(m), type(m).__name__))
+
+    def leave(m: nn.Module, inputs: Any, output: Any) -> None:
+        stack.pop()
+
+    handles = [nn.modules.module.register_module_forward_pre_hook(enter)]
+    handles.append(nn.modules.module.register_module_forward_hook(leave))
+    try:
+        yield stack
+    finally:
+        for handle in handles:
+            handle.remove()
 
 
 @contextlib.contextmanager
@@ -128,7 +204,7 @@ def _quiet_exporter() -> Iterator[None]:
         registration.setLevel(level)
 
 
-def _write_onnx(module: DeployablePolicy, example: th.Tensor, path: pathlib.Path) -> None:
+def _write_onnx(module: DeterministicPolicy, example: th.Tensor, path: pathlib.Path) -> None:
     """torch's ``torch.export``-based ONNX exporter, with a free batch dimension."""
     try:
         import onnxscript  # noqa: F401  (torch's exporter needs onnx and onnxscript)
@@ -137,10 +213,25 @@ def _write_onnx(module: DeployablePolicy, example: th.Tensor, path: pathlib.Path
             "ONNX export needs the onnx and onnxscript packages: pip install 'roboppo[export]'"
         ) from error
     batch = th.export.Dim("batch", min=1)
-    with _quiet_exporter():
-        program = th.onnx.export(
-            module, (example,), input_names=["observation"], output_names=["action"],
-            dynamic_shapes={"obs": {0: batch}}, dynamo=True, verbose=False,
-        )  # fmt: skip
+    with _module_stack(module) as stack, _quiet_exporter():
+        try:
+            program = th.onnx.export(
+                module, (example,), input_names=["observation"], output_names=["action"],
+                dynamic_shapes={"obs": {0: batch}}, dynamo=True, verbose=False,
+            )  # fmt: skip
+        except Exception as error:
+            raise _untraceable(stack, error) from error
     assert program is not None
     program.save(str(path))
+
+
+def _run_onnx(path: pathlib.Path, observations: np.ndarray) -> np.ndarray:
+    try:
+        import onnxruntime
+    except ImportError as error:
+        raise MissingDependencyError(
+            "ONNX export checks the written file with onnxruntime: pip install 'roboppo[export]'"
+        ) from error
+    session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    (actions,) = session.run(["action"], {"observation": observations})
+    return np.asarray(actions)

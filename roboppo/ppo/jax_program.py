@@ -1,9 +1,11 @@
 """The JAX program behind :mod:`roboppo.ppo.jax_train`: every epoch and minibatch of a rollout in one call.
 
-Kept apart so that importing roboppo does not import JAX. Parameters come as the flat list
-:func:`roboppo.ppo.jax_train._torch_params` builds (hidden layers of the actor, of the critic,
-the action head, the value head, each as torch ``Linear`` weight ``[out, in]`` and bias, then
-``log_std``); Adam's state as PyTorch keeps it (step count, first and second moments).
+Kept apart so that importing roboppo does not import JAX. The network is the policy's
+:class:`~roboppo.ppo.fast_paths.PolicyGraph`, lowered here one operation at a time
+(:data:`JAX_OPS`); its operations are part of :class:`UpdateShape` (what the program is compiled
+for) and its parameters come as the flat list :meth:`PolicyGraph.parameters` gives (each linear
+layer's weight ``[out, in]`` and bias, actor then critic, then ``log_std``); Adam's state as
+PyTorch keeps it (step count, first and second moments).
 """
 
 from __future__ import annotations
@@ -26,15 +28,24 @@ class UpdateShape:
     n_samples: int
     batch_size: int
     n_epochs: int
-    pi_activations: tuple[str, ...]
-    vf_activations: tuple[str, ...]
+    actor: tuple[tuple[str, float, bool], ...]  # (operation, its parameter, whether a linear layer has a bias)
+    critic: tuple[tuple[str, float, bool], ...]
     normalize_advantage: bool
     clip_values: bool
     betas: tuple[float, float]
     eps: float
 
 
-ACTIVATE = {"tanh": jnp.tanh, "relu": jax.nn.relu, "elu": jax.nn.elu, "silu": jax.nn.silu, "none": lambda x: x}
+# each activation of roboppo.ppo.fast_paths.ACTIVATIONS, given its parameter
+JAX_OPS = {
+    "tanh": lambda x, _: jnp.tanh(x),
+    "relu": lambda x, _: jax.nn.relu(x),
+    "elu": lambda x, alpha: jax.nn.elu(x, alpha),
+    "leaky_relu": lambda x, slope: jax.nn.leaky_relu(x, slope),
+    "silu": lambda x, _: jax.nn.silu(x),
+    "sigmoid": lambda x, _: jax.nn.sigmoid(x),
+    "identity": lambda x, _: x,
+}
 
 
 def build() -> Any:
@@ -175,20 +186,22 @@ def _loss(params: list, batch: list, noise: Any, hyper: dict, shape: UpdateShape
 
 def _forward(params: list, pi_features: Any, vf_features: Any, shape: UpdateShape) -> tuple[Any, Any, Any]:
     """Pre-tanh action means ``[b, act_dim]``, values ``[b]`` and ``log_std`` ``[act_dim]``."""
-    hidden = _mlp(params, 0, pi_features, shape.pi_activations)
-    value_start = 2 * len(shape.pi_activations)
-    value_hidden = _mlp(params, value_start, vf_features, shape.vf_activations)
-    heads = value_start + 2 * len(shape.vf_activations)
-    mean = _mlp(params, heads, hidden, ("none",))
-    values = _mlp(params, heads + 2, value_hidden, ("none",))[:, 0]
-    return mean, values, params[heads + 4]
+    mean, used = _run(shape.actor, params, 0, pi_features)
+    values, used = _run(shape.critic, params, used, vf_features)
+    return mean, values[:, 0], params[used]
 
 
-def _mlp(params: list, start: int, x: Any, activations: tuple[str, ...]) -> Any:
-    """Linear layers from ``params[start]`` on (weight ``[out, in]``, then bias), each followed by its activation."""
-    for layer, name in enumerate(activations):
-        x = ACTIVATE[name](x @ params[start + 2 * layer].T + params[start + 2 * layer + 1])
-    return x
+def _run(ops: tuple[tuple[str, float, bool], ...], params: list, start: int, x: Any) -> tuple[Any, int]:
+    """The operations on ``x``, linear layers taking their tensors from ``params[start]`` on; the next index."""
+    for kind, arg, has_bias in ops:
+        if kind != "linear":
+            x = JAX_OPS[kind](x, arg)
+            continue
+        x = x @ params[start].T
+        if has_bias:
+            x = x + params[start + 1]
+        start += 1 + has_bias
+    return x, start
 
 
 def _tanh_log_det_jacobian(pre_tanh: Any) -> Any:

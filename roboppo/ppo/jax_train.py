@@ -13,8 +13,8 @@ formula and state), gradient clipping, ``target_kl`` early stopping and statisti
 SB3's ``PPO.train``; the shuffles and the entropy estimate's normal draws come from torch's
 generator through :func:`~roboppo.ppo.update.random_draws`, as in :mod:`roboppo.ppo.torch_train`.
 
-:func:`unsupported` says why a policy cannot take this path (not on the CPU, JAX missing, not on
-the pre-tanh path, a network other than an MLP, an optimizer other than plain Adam); PPO then
+The network is the policy's :class:`~roboppo.ppo.fast_paths.PolicyGraph`; whether this path
+applies is decided by :func:`roboppo.ppo.fast_paths.update_choice`, and where it does not, PPO
 trains with :mod:`roboppo.ppo.torch_train`.
 """
 
@@ -25,87 +25,21 @@ from typing import Any
 
 import numpy as np
 import torch as th
-from stable_baselines3.common.torch_layers import MlpExtractor
 
-from roboppo.common.normalization import NormalizedFlattenExtractor
-from roboppo.ppo.policies import TanhGaussianPolicy
+from roboppo.ppo.fast_paths import Op, PolicyGraph
 from roboppo.ppo.update import RolloutBatch, UpdateSettings, UpdateStats, random_draws
 
-# torch activation modules the compiled network reproduces, by the name of their JAX twin
-ACTIVATIONS = {th.nn.Tanh: "tanh", th.nn.ReLU: "relu", th.nn.ELU: "elu", th.nn.SiLU: "silu"}
 
-
-def unsupported(policy: TanhGaussianPolicy) -> str | None:
-    """Why ``policy`` cannot be trained by :func:`train`, or None when it can."""
-    if policy.device.type != "cpu":
-        return f"the model runs on {policy.device} (the compiled update is for CPU training)"
-    try:
-        import jax  # noqa: F401
-        import optax  # noqa: F401
-    except ImportError:
-        return "JAX is not installed (pip install 'roboppo[brax]')"
-    if not policy.uses_pre_tanh_path():
-        return (
-            f"the policy ({type(policy).__name__}, {type(policy.action_dist).__name__}) is not on the pre-tanh path "
-            "(tanh-squashed Box actions, SB3's sampling and scoring methods not overridden)"
-        )
-    extractors = {policy.pi_features_extractor, policy.vf_features_extractor}
-    if not all(isinstance(e, NormalizedFlattenExtractor) for e in extractors):
-        return "the policy has a features extractor other than NormalizedFlattenExtractor"
-    optimizer = policy.optimizer
-    group = optimizer.param_groups[0] if len(optimizer.param_groups) == 1 else {}
-    if type(optimizer) is not th.optim.Adam or group.get("weight_decay") or group.get("amsgrad"):
-        return "the optimizer is not plain Adam (one parameter group, no weight decay, no amsgrad)"
-    if group.get("maximize"):
-        return "the optimizer maximizes"
-    if type(policy.mlp_extractor) is not MlpExtractor:
-        return f"the policy's MLP extractor is a {type(policy.mlp_extractor).__name__}, not SB3's MlpExtractor"
-    for net in (policy.mlp_extractor.policy_net, policy.mlp_extractor.value_net):
-        for module in net:
-            if not isinstance(module, th.nn.Linear) and type(module) not in ACTIVATIONS:
-                return f"the MLP has a {type(module).__name__} layer (supported: Linear, {_activation_names()})"
-    covered = {id(p) for p in _torch_params(policy)}
-    if covered != {id(p) for p in policy.parameters() if p.requires_grad}:
-        return "the policy has trainable parameters outside its MLP, action and value heads and log_std"
-    return None
-
-
-def _activation_names() -> str:
-    return ", ".join(cls.__name__ for cls in ACTIVATIONS)
-
-
-def _torch_params(policy: TanhGaussianPolicy) -> list[th.Tensor]:
-    """The trainable parameters in the order the compiled update holds them."""
-    linears: list[Any] = [
-        *(m for m in policy.mlp_extractor.policy_net if isinstance(m, th.nn.Linear)),
-        *(m for m in policy.mlp_extractor.value_net if isinstance(m, th.nn.Linear)),
-        policy.action_net,
-        policy.value_net,
-    ]
-    return [p for linear in linears for p in (linear.weight, linear.bias)] + [policy.log_std]
-
-
-def _update_shape(policy: TanhGaussianPolicy, settings: UpdateSettings, n_samples: int) -> Any:
+def _update_shape(graph: PolicyGraph, settings: UpdateSettings, n_samples: int) -> Any:
     from roboppo.ppo.jax_program import UpdateShape
 
-    group = policy.optimizer.param_groups[0]
-
-    def activations(net: th.nn.Sequential) -> tuple[str, ...]:
-        """The activation after each Linear layer ("none" when there is none)."""
-        names: list[str] = []
-        for module in net:
-            if isinstance(module, th.nn.Linear):
-                names.append("none")
-            else:
-                names[-1] = ACTIVATIONS[type(module)]
-        return tuple(names)
-
+    group = graph.policy.optimizer.param_groups[0]
     return UpdateShape(
         n_samples=n_samples,
         batch_size=settings.batch_size,
         n_epochs=settings.n_epochs,
-        pi_activations=activations(policy.mlp_extractor.policy_net),
-        vf_activations=activations(policy.mlp_extractor.value_net),
+        actor=_shape_of(graph.actor),
+        critic=_shape_of(graph.critic),
         normalize_advantage=settings.normalize_advantage,
         clip_values=settings.clip_range_vf is not None,
         betas=tuple(group["betas"]),
@@ -113,14 +47,22 @@ def _update_shape(policy: TanhGaussianPolicy, settings: UpdateSettings, n_sample
     )
 
 
-def train(policy: TanhGaussianPolicy, batch: RolloutBatch, settings: UpdateSettings) -> UpdateStats:
-    """``settings.n_epochs`` epochs of PPO minibatch updates of ``policy`` on ``batch``, in one XLA call."""
+def _shape_of(ops: tuple[Op, ...]) -> tuple[tuple[str, float, bool], ...]:
+    return tuple((op.kind, op.arg, op.bias is not None) for op in ops)
+
+
+def train(graph: PolicyGraph, batch: RolloutBatch, settings: UpdateSettings) -> UpdateStats:
+    """``settings.n_epochs`` epochs of PPO minibatch updates of ``graph``'s policy on ``batch``, in one XLA call.
+
+    ``graph`` comes from :func:`roboppo.ppo.fast_paths.update_choice`, which decided that this path applies.
+    """
+    policy = graph.policy
     obs, actions = batch.observations, batch.actions
     with th.no_grad():  # the observation statistics are fixed during training
         pi_features, vf_features = policy.actor_critic_features(obs)
     n_samples = obs.shape[0]
     orders, noise = random_draws(n_samples, settings.n_epochs, actions.shape[1])
-    params = _torch_params(policy)
+    params = graph.parameters()
     hyper = {
         "lr": settings.learning_rate,
         "clip_range": settings.clip_range,
@@ -138,7 +80,7 @@ def train(policy: TanhGaussianPolicy, batch: RolloutBatch, settings: UpdateSetti
         _to_numpy(orders.int()),
         _to_numpy(noise),
         hyper,
-        shape=_update_shape(policy, settings, n_samples),
+        shape=_update_shape(graph, settings, n_samples),
     )
     new_params, (step, exp_avg, exp_avg_sq), stat_sums, n_minibatches, epochs_run, last_loss, kl, stop_kl = result
     _write_back(policy.optimizer, params, new_params, int(step), exp_avg, exp_avg_sq)

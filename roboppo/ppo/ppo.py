@@ -29,9 +29,10 @@ from roboppo.common.schedules import KLAdaptiveLR
 from roboppo.common.validation import NOT_SETTINGS
 from roboppo.ppo import jax_train, torch_train
 from roboppo.ppo.defaults import SB3_SOURCE, BudgetNotice, describe, with_notice, zoo_arguments, zoo_entry
-from roboppo.ppo.policies import TanhGaussianPolicy, pre_tanh_policy
+from roboppo.ppo.fast_paths import Choice, sampler_choice, update_choice
+from roboppo.ppo.policies import TanhGaussianPolicy
 from roboppo.ppo.rollout import flat_batch, policy_actions, truncation_values
-from roboppo.ppo.sampler import rollout_sampler
+from roboppo.ppo.sampler import RolloutSampler
 from roboppo.ppo.update import UpdateSettings, UpdateStats
 
 SelfPPO = TypeVar("SelfPPO", bound="PPO")
@@ -76,8 +77,9 @@ class PPO(SB3PPO):
         minibatch of a rollout in one compiled JAX call (CPU only; about 10x less time than
         PyTorch for small networks), ``"torch"`` the PyTorch loop of :mod:`roboppo.ppo.torch_train`,
         ``"auto"`` (default, unless the zoo entry says otherwise) ``"jax"`` when the policy can take
-        it (see :func:`roboppo.ppo.jax_train.unsupported`), else ``"torch"``. Other policies train
-        with SB3's own ``train``.
+        it (see :mod:`roboppo.ppo.fast_paths`), else ``"torch"``. Other policies train with SB3's
+        own ``train``. Which sampler and update ran is in :attr:`paths_run`; a fast path that steps
+        aside says why once (``verbose >= 1``).
     :param hyperparams: where arguments left out come from: ``None`` (default) the zoo entry for a
         registered roboppo id given as a string and SB3's defaults otherwise; ``"zoo"`` the same but
         an error for anything other than such an id; ``"sb3"`` SB3's defaults; or a
@@ -132,6 +134,8 @@ class PPO(SB3PPO):
                 env, n_envs=1 if n_envs is None else n_envs, seed=given.get("seed"), env_kwargs=env_kwargs
             )
         self._settings = {name: _yaml_value(value) for name, value in (given | settings).items() if name in _SETTINGS}
+        self.paths_run: dict[str, list[str]] = {"sampler": [], "update": []}
+        self._paths_said: set[tuple[str, str]] = set()
         super().__init__(**(given | settings))
         if entry is not None and self.verbose >= 1:
             print(describe(entry.source, self.hyperparams, replaced))
@@ -242,13 +246,16 @@ class PPO(SB3PPO):
         if self.use_sde:
             self.policy.reset_noise(env.num_envs)
         callback.on_rollout_start()
-        sampler = rollout_sampler(self.policy)  # after on_rollout_start: a callback may change the policy
+        choice = sampler_choice(self.policy)  # after on_rollout_start: a callback may change the policy
+        self._path_ran("sampler", choice)
+        sampler = None if choice.graph is None else RolloutSampler(choice.graph)
+        pre_tanh = choice.path != "sb3"
         while n_steps < n_rollout_steps:
             if self.use_sde and self.sde_sample_freq > 0 and n_steps % self.sde_sample_freq == 0:
                 self.policy.reset_noise(env.num_envs)
             with th.no_grad():
                 obs_tensor = obs_as_tensor(self._last_obs, self.device)  # type: ignore[arg-type]
-                actions, clipped_actions, values, log_probs = policy_actions(self.policy, obs_tensor, sampler)
+                actions, clipped_actions, values, log_probs = policy_actions(self.policy, obs_tensor, pre_tanh, sampler)
             new_obs, rewards, dones, infos = env.step(clipped_actions)
             self.num_timesteps += env.num_envs
             check_finite(env, self.num_timesteps // env.num_envs, new_obs, rewards, infos, clipped_actions)
@@ -276,6 +283,8 @@ class PPO(SB3PPO):
         with th.no_grad():
             values = self.policy.predict_values(obs_as_tensor(new_obs, self.device))  # type: ignore[arg-type]
         rollout_buffer.compute_returns_and_advantage(last_values=values, dones=dones)
+        if sampler is not None and sampler.refusal is not None:  # the policy changed during the rollout
+            self._path_ran("sampler", Choice("torch", reason=sampler.refusal))
         callback.update_locals(locals())
         callback.on_rollout_end()
         return True
@@ -288,21 +297,28 @@ class PPO(SB3PPO):
         roboppo's policy on its pre-tanh path trains through :mod:`~roboppo.ppo.jax_train` or
         :mod:`~roboppo.ppo.torch_train` (see ``train_backend``); any other policy through SB3's ``train``.
         """
-        policy = pre_tanh_policy(self.policy)
-        if policy is not None:
-            self._train_pre_tanh(policy)
-        else:
+        backend = getattr(self, "train_backend", "auto")  # models saved before the option train as "auto"
+        choice = update_choice(self.policy, backend)
+        self._path_ran("update", choice)
+        if choice.path == "sb3":
             super().train()
+        else:
+            self._train_pre_tanh(choice)
         self._update_obs_normalizer()
         if isinstance(self.learning_rate, KLAdaptiveLR):
             self.learning_rate.update(float(self.logger.name_to_value["train/approx_kl"]))
 
-    def _train_pre_tanh(self, policy: TanhGaussianPolicy) -> None:
+    def _train_pre_tanh(self, choice: Choice) -> None:
+        policy = self.policy
+        assert isinstance(policy, TanhGaussianPolicy)
         policy.set_training_mode(True)
         self._update_learning_rate(policy.optimizer)
         settings = self._update_settings(policy)
-        backend = jax_train if self._uses_jax_training(policy) else torch_train
-        stats = backend.train(policy, flat_batch(self.rollout_buffer, self.device), settings)
+        batch = flat_batch(self.rollout_buffer, self.device)
+        if choice.graph is not None:
+            stats = jax_train.train(choice.graph, batch, settings)
+        else:
+            stats = torch_train.train(policy, batch, settings)
         self._n_updates += stats.epochs
         if stats.stop_kl is not None and self.verbose >= 1:
             print(f"Early stopping at step {stats.epochs - 1} due to reaching max kl: {stats.stop_kl:.2f}")
@@ -323,15 +339,31 @@ class PPO(SB3PPO):
             normalize_advantage=self.normalize_advantage,
         )
 
-    def _uses_jax_training(self, policy: TanhGaussianPolicy) -> bool:
-        """Whether the compiled update trains ``policy``; ``train_backend="jax"`` that cannot raises, naming why."""
-        backend = getattr(self, "train_backend", "auto")  # models saved before the option train as "auto"
-        if backend == "torch":
-            return False
-        reason = jax_train.unsupported(policy)
-        if reason is not None and backend == "jax":
-            raise ValueError(f"train_backend='jax' cannot train this model: {reason}. Use train_backend='torch'.")
-        return reason is None
+    def _path_ran(self, part: str, choice: Choice) -> None:
+        """Record which ``part`` (sampler, update) ran; say once, at ``verbose >= 1``, why a fast path stepped aside."""
+        ran = self.paths_run.setdefault(part, [])
+        if choice.path not in ran:
+            ran.append(choice.path)
+        if choice.reason is None or choice.reason == "train_backend='torch'" or self.verbose < 1:
+            return
+        if (part, choice.reason) not in self._paths_said:
+            self._paths_said.add((part, choice.reason))
+            print(f"roboppo: {PATH_NAMES[part, choice.path]}: {choice.reason}.")
+
+    def _excluded_save_params(self) -> list[str]:
+        return [*super()._excluded_save_params(), "_paths_said"]  # which reasons this session printed
+
+    def planned_paths(self) -> dict[str, str]:
+        """Which sampler and update the policy gets now, with the reason a fast path steps aside (``config.yml``)."""
+        plan: dict[str, str] = {}
+        for part, choice in (
+            ("sampler", sampler_choice(self.policy)),
+            ("update", update_choice(self.policy, getattr(self, "train_backend", "auto"))),
+        ):
+            plan[part] = choice.path
+            if choice.reason is not None:
+                plan[f"{part}_reason"] = choice.reason
+        return plan
 
     def _record_update(self, stats: UpdateStats, settings: UpdateSettings) -> None:
         """SB3's ``train/*`` log keys."""
@@ -460,6 +492,14 @@ def _check_model_zip(path: pathlib.Path) -> None:
             "The file is not a complete model zip written by model.save(); re-save or re-train it."
         )
 
+
+# what each path is, in the line that says a fast path stepped aside
+PATH_NAMES = {
+    ("sampler", "torch"): "rollouts run the policy's torch code (rollout_actions), not the NumPy sampler",
+    ("sampler", "sb3"): "rollouts run the policy's forward, as SB3's PPO does",
+    ("update", "torch"): "the update runs in PyTorch (roboppo.ppo.torch_train), not the compiled JAX update",
+    ("update", "sb3"): "the update is SB3's PPO.train",
+}
 
 # the keywords of SB3's PPO that are settings (written to config.yml); policy keywords come from the policy itself
 _SETTINGS = set(_SB3_SIGNATURE.parameters) - NOT_SETTINGS - {"policy_kwargs", "_init_setup_model"}

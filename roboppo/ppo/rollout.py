@@ -4,9 +4,10 @@
 interface and its wrappers; callbacks see SB3's ``locals``) with three changes, each a
 function here:
 
-- :func:`policy_actions`: roboppo's tanh-Gaussian policy samples pre-tanh actions in one
-  lean NumPy call (:mod:`roboppo.ppo.sampler`) and the buffer stores them (exact log-probabilities);
-  any other policy goes through ``policy.forward`` and SB3's clipping, unchanged;
+- :func:`policy_actions`: roboppo's tanh-Gaussian policy samples pre-tanh actions (in one lean
+  NumPy call, :mod:`roboppo.ppo.sampler`, where :mod:`roboppo.ppo.fast_paths` allows it) and the
+  buffer stores them (exact log-probabilities); any other policy goes through ``policy.forward``
+  and SB3's clipping, unchanged;
 - :func:`truncation_values`: one batched value call for all copies cut by a time limit
   (SB3 makes one call per copy);
 - :func:`flat_batch`: the stored rollout as flat tensors for roboppo's update backends.
@@ -22,7 +23,7 @@ from gymnasium import spaces
 from stable_baselines3.common.buffers import RolloutBuffer
 from stable_baselines3.common.policies import ActorCriticPolicy
 
-from roboppo.ppo.policies import pre_tanh_policy
+from roboppo.ppo.policies import TanhGaussianPolicy
 from roboppo.ppo.sampler import RolloutSampler
 from roboppo.ppo.update import RolloutBatch
 
@@ -37,22 +38,27 @@ class PolicyActions(NamedTuple):
 
 
 def policy_actions(
-    policy: ActorCriticPolicy, obs: th.Tensor | dict[str, th.Tensor], sampler: RolloutSampler | None = None
+    policy: ActorCriticPolicy,
+    obs: th.Tensor | dict[str, th.Tensor],
+    pre_tanh: bool,
+    sampler: RolloutSampler | None = None,
 ) -> PolicyActions:
     """Sample actions for a batch of observations (call under ``th.no_grad()``).
 
-    roboppo's policy on its pre-tanh path stores pre-tanh actions and sends their squashed
-    env-space image (through ``sampler``, this rollout's :class:`~roboppo.ppo.sampler.RolloutSampler`,
-    when given); every other policy is SB3's: ``policy(obs)``, then for Box actions
-    ``unscale_action`` (squashing policies) or clipping to the bounds.
+    With ``pre_tanh`` (roboppo's policy on its pre-tanh path, as
+    :func:`~roboppo.ppo.fast_paths.sampler_choice` decided for this rollout) pre-tanh actions are
+    stored and their squashed env-space image is sent, from ``sampler`` (this rollout's
+    :class:`~roboppo.ppo.sampler.RolloutSampler`) while it applies, else from ``rollout_actions``.
+    Every other policy is SB3's: ``policy(obs)``, then for Box actions ``unscale_action``
+    (squashing policies) or clipping to the bounds.
     """
-    tanh_policy = pre_tanh_policy(policy)
-    if tanh_policy is not None:
-        assert isinstance(obs, th.Tensor)
-        if sampler is not None:  # a CPU policy: obs is a view of the env's array
-            return PolicyActions(*sampler(obs.numpy()))
-        pre_tanh, env_actions, values, log_probs = tanh_policy.rollout_actions(obs)
-        return PolicyActions(pre_tanh.cpu().numpy(), env_actions.cpu().numpy(), values, log_probs)
+    if pre_tanh:
+        assert isinstance(obs, th.Tensor) and isinstance(policy, TanhGaussianPolicy)
+        sampled = None if sampler is None else sampler(obs.numpy())  # a CPU policy: obs views the env's array
+        if sampled is not None:
+            return PolicyActions(*sampled)
+        pre_tanh_actions, env_actions, values, log_probs = policy.rollout_actions(obs)
+        return PolicyActions(pre_tanh_actions.cpu().numpy(), env_actions.cpu().numpy(), values, log_probs)
     actions, values, log_probs = policy(obs)
     stored = actions.cpu().numpy()
     sent = stored
