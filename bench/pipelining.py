@@ -136,12 +136,14 @@ def main() -> None:
     args = parser.parse_args()
     th.set_num_threads(1)
     from roboppo import PPO
-    from roboppo.ppo.sampler import rollout_sampler
+    from roboppo.ppo.fast_paths import sampler_choice
+    from roboppo.ppo.sampler import RolloutSampler
 
     model = PPO("MlpPolicy", "RoboHopper-v0", n_envs=N_ENVS, n_steps=128, seed=0, hyperparams="sb3", device="cpu")
     model.learn(N_ENVS * 128)  # one update: weights and observation statistics of a trained policy
-    sampler = rollout_sampler(model.policy)
-    assert sampler is not None
+    graph = sampler_choice(model.policy).graph
+    assert graph is not None
+    sampler = RolloutSampler(graph)
     env = model.get_env().unwrapped.vector_env  # type: ignore[union-attr]
     loops = {"serial": serial, "two helpers": two_helpers, "one helper": one_helper}
     best = dict.fromkeys(loops, 0.0)

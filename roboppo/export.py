@@ -154,12 +154,48 @@ def _check_same(written: np.ndarray, expected: np.ndarray, fmt: str) -> None:
 
 def _trace(module: DeterministicPolicy, example: th.Tensor) -> th.jit.ScriptModule:
     """``torch.jit.trace`` of ``module``; what cannot be traced is refused, naming the module being run."""
-    with _module_stack(module) as stack, warnings.catch_warnings(), th.no_grad():
-        warnings.simplefilter("error", th.jit.TracerWarning)  # a value-dependent branch would be frozen
+    hooked = [name for name, m in module.named_modules() if m._backward_hooks or m._backward_pre_hooks]
+    if hooked:
+        raise ExportError(
+            f"cannot export this policy as TorchScript: {hooked[0].removeprefix('policy.')} has a backward hook, "
+            "which torch.jit.trace refuses; remove it (it does not change actions) or export to ONNX."
+        )
+    with _module_stack(module) as stack, _tracing(stack) as value_branches:
         try:
-            return th.jit.trace(module, example, check_trace=False)
+            traced = th.jit.trace(module, example, check_trace=False)
         except Exception as error:
             raise _untraceable(stack, error) from error
+    if value_branches:
+        where, message = value_branches[0]
+        raise ExportError(
+            f"cannot export this policy: {where} turns observation values into Python values while tracing, so the "
+            f"file would freeze one branch ({message.splitlines()[0]})."
+        )
+    return traced
+
+
+@contextlib.contextmanager
+def _tracing(stack: list[str]) -> Iterator[list[tuple[str, str]]]:
+    """Collect torch's ``TracerWarning``s with the module running when each was raised (see :func:`_module_stack`),
+    with the distributions' argument checks off (their value tests are not part of what the policy computes)."""
+    found: list[tuple[str, str]] = []
+    validate = th.distributions.Distribution._validate_args
+    with warnings.catch_warnings(), th.no_grad():
+        warnings.simplefilter("always", th.jit.TracerWarning)
+        show = warnings.showwarning
+
+        def note(message: Any, category: type[Warning], *args: Any, **kwargs: Any) -> None:
+            if issubclass(category, th.jit.TracerWarning):
+                found.append((stack[-1] if stack else "the policy", str(message)))
+            else:
+                show(message, category, *args, **kwargs)
+
+        warnings.showwarning = note
+        th.distributions.Distribution.set_default_validate_args(False)
+        try:
+            yield found
+        finally:
+            th.distributions.Distribution.set_default_validate_args(validate)
 
 
 def _untraceable(stack: list[str], error: Exception) -> ExportError:

@@ -62,7 +62,9 @@ ACTIVATIONS: dict[type[nn.Module], tuple[str, str | None]] = {
 }
 HOOK_TABLES = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks")
 # policy methods a subclass may override without changing what the policy computes
-SB3_CONSTRUCTORS = frozenset({"__init__", "_build", "_build_mlp_extractor", "_get_constructor_parameters"})
+SB3_CONSTRUCTORS = frozenset(
+    {"__init__", "_build", "_build_mlp_extractor", "_get_constructor_parameters", "init_weights"}
+)
 # what export runs besides the policy's modules: overriding one of these changes predict's result
 EXPORT_METHODS = ("predict", "obs_to_tensor", "unscale_action")
 
@@ -214,7 +216,7 @@ def _policy_refusal(policy: TanhGaussianPolicy) -> str | None:
     for cls in type(policy).__mro__:
         if cls is TanhGaussianPolicy:
             break
-        overridden = sorted(n for n in vars(cls) if n not in SB3_CONSTRUCTORS and inspect.isfunction(vars(cls)[n]))
+        overridden = sorted(n for n, value in vars(cls).items() if n not in SB3_CONSTRUCTORS and _is_code(value))
         if overridden:
             return f"{cls.__name__} overrides {', '.join(overridden)}"
     if any(_global_hooks()):
@@ -230,13 +232,12 @@ def _module_refusal(named: tuple[str, nn.Module]) -> str | None:
         return f"{where} ({type(module).__name__}) is parametrized (weight norm or torch.nn.utils.parametrize)"
     if any(getattr(module, hook, None) for hook in HOOK_TABLES):
         return f"{where} ({type(module).__name__}) has a forward or backward hook"
-    if "forward" in vars(module):
-        return f"{where}.forward is replaced on the instance"
+    replaced = [name for name in vars(module) if _is_method(type(module), name)]
+    if replaced:
+        return f"{where}.{replaced[0]} is replaced on the instance"
     for param_name, param in module.named_parameters(recurse=False):
         if type(param) is not nn.Parameter or param.dtype != th.float32 or param.device.type != "cpu":
             return f"{where}.{param_name} is not a float32 torch.nn.Parameter on the CPU"
-        if param._backward_hooks or getattr(param, "_post_accumulate_grad_hooks", None):
-            return f"{where}.{param_name} has a gradient hook"
     return None
 
 
@@ -265,6 +266,8 @@ def _update_refusal(graph: PolicyGraph) -> str | None:
         p.requires_grad for p in params
     ):
         return "the policy has frozen parameters or trainable parameters outside its layers and log_std"
+    if any(p._backward_hooks or getattr(p, "_post_accumulate_grad_hooks", None) for p in params):
+        return "a parameter has a gradient hook (Tensor.register_hook)"
     optimizer = policy.optimizer
     if type(optimizer) is not th.optim.Adam or len(optimizer.param_groups) != 1:
         return f"the optimizer is {type(optimizer).__name__} with {len(optimizer.param_groups)} groups, not plain Adam"
@@ -343,4 +346,10 @@ def _global_optimizer_hooks() -> tuple[dict, ...]:
 
 
 def _is_method(cls: type, name: str) -> bool:
-    return inspect.isfunction(inspect.getattr_static(cls, name, None))
+    """Whether ``cls`` defines ``name`` as code (so an instance attribute of that name replaces it)."""
+    return _is_code(inspect.getattr_static(cls, name, None))
+
+
+def _is_code(value: Any) -> bool:
+    """A function, a static or class method, a property or another class: what a class body overrides with code."""
+    return inspect.isfunction(value) or isinstance(value, (staticmethod, classmethod, property, type))

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import torch as th
 from gymnasium import spaces
-from stable_baselines3.common.policies import ActorCriticPolicy, BasePolicy
+from stable_baselines3.common.policies import ActorCriticPolicy
 from stable_baselines3.common.preprocessing import preprocess_obs
 from stable_baselines3.common.type_aliases import Schedule
 
@@ -91,6 +91,7 @@ class TanhGaussianPolicy(ActorCriticPolicy):
 
         True for tanh-squashed Box actions unless a subclass overrides one of SB3's sampling or
         scoring methods (``SB3_CONTRACT``); then PPO goes through those methods, in env space.
+        :func:`roboppo.ppo.fast_paths.sampler_choice` and ``update_choice`` decide on it.
         """
         if type(self.action_dist) is not TanhNormalDistribution:
             return False
@@ -158,18 +159,6 @@ class TanhGaussianPolicy(ActorCriticPolicy):
         data = super()._get_constructor_parameters()
         data.update(normalize_obs=self.normalize_obs, obs_clip=self.obs_clip)
         return data
-
-
-def pre_tanh_policy(policy: BasePolicy) -> TanhGaussianPolicy | None:
-    """``policy`` when PPO may sample and score its pre-tanh actions (see ``uses_pre_tanh_path``), else None."""
-    if isinstance(policy, TanhGaussianPolicy) and policy.uses_pre_tanh_path():
-        return policy
-    return None
-
-
-def has_forward_hooks(module: th.nn.Module) -> bool:
-    """Whether ``module`` or a submodule has a forward (pre-)hook, which a re-implemented forward would skip."""
-    return any(m._forward_hooks or m._forward_pre_hooks for m in module.modules())
 
 
 def _bounded_box(space: spaces.Space) -> bool:

@@ -61,7 +61,7 @@ class RolloutSampler:
     def __call__(self, obs: Array) -> tuple[Array, Array, th.Tensor, th.Tensor] | None:
         """Pre-tanh and env-space actions, values ``[batch, 1]`` and log-probabilities ``[batch]`` for raw ``obs``;
         None when the policy no longer has a graph (:attr:`refusal` says why)."""
-        if not self.graph.current() and not self._redescribe():
+        if (self.refusal is not None or not self.graph.current()) and not self._redescribe():
             return None
         pi_features = self.pi_features(obs)
         vf_features = pi_features if self.vf_features is None else self.vf_features(obs)

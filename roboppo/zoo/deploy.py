@@ -17,10 +17,13 @@ def export(args: argparse.Namespace) -> int:
     model = PPO.load(source, device="cpu")
     path = export_policy(model.policy, args.out, args.format)
     obs, act = model.observation_space, model.action_space
-    assert isinstance(obs, spaces.Box) and isinstance(act, spaces.Box)
+    assert isinstance(obs, spaces.Box)  # export refuses other observation spaces
+    obs_shape = ", ".join(str(n) for n in ("batch", *obs.shape))
+    shape = ", ".join(str(n) for n in ("batch", *(act.shape or ())))
+    kind = f"within [{act.low.min():g}, {act.high.max():g}]" if isinstance(act, spaces.Box) else f"from {act}"
     print(
-        f"Wrote {path} ({args.format}) from {source}:\n"
-        f"  input  observation [batch, {obs.shape[0]}] float32, raw as the env returns it\n"
-        f"  output action [batch, {act.shape[0]}], deterministic, within [{act.low.min():g}, {act.high.max():g}]"
+        f"Wrote {path} ({args.format}) from {source}, checked against predict:\n"
+        f"  input  observation [{obs_shape}] float32, raw as the env returns it\n"
+        f"  output action [{shape}], deterministic, {kind}"
     )
     return 0

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import torch as th
+import yaml
 from stable_baselines3.common.callbacks import BaseCallback, CheckpointCallback
 from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.logger import CSVOutputFormat, Logger, make_output_format
@@ -21,12 +22,13 @@ from stable_baselines3.common.logger import CSVOutputFormat, Logger, make_output
 import roboppo_envs
 from roboppo.common.callbacks import EvalCallback, read_evaluations
 from roboppo.common.env_util import check_env_id, make_env_from_id
-from roboppo.common.files import remove_partials
+from roboppo.common.files import remove_partials, write_atomic
 from roboppo.common.hparams import HparamsError, load_ppo_hparams, parse_overrides
 from roboppo.common.validation import OFF, check_rollout
 from roboppo.ppo import PPO
 from roboppo.zoo.runs import (
     CHECKPOINTS,
+    CONFIG_FILE,
     INTERRUPTED,
     check_log_folder,
     new_run_dir,
@@ -111,6 +113,7 @@ def train(args: argparse.Namespace) -> int:
     print(f"Hyperparameters from {model.hyperparams_source}")
     config["hyperparams_source"] = model.hyperparams_source
     config["hyperparams"] = model.resolved_hyperparams()  # every PPO and policy keyword, as trained
+    config["paths"] = model.planned_paths()  # which sampler and update will train it; _learn records what ran
     run_dir = new_run_dir(settings["log_folder"], run_name("ppo", args.env, config["seed"]))
     write_config(run_dir, config, sys.argv)
     return _learn(model, run_dir, config, progress_bar=not args.no_progress_bar)
@@ -195,6 +198,7 @@ def _learn(model: PPO, run_dir: pathlib.Path, config: dict[str, Any], progress_b
         model.learn(remaining, callback=[stopper, *callbacks], progress_bar=progress_bar, reset_num_timesteps=False)
     seconds = time.perf_counter() - start
     model.save(run_dir / "model.zip")
+    _record_paths(model, run_dir, config)
     _summary(model, run_dir, config, evaluation, seconds, model.num_timesteps - start_steps)
     if stopper.received is not None:
         print(
@@ -203,6 +207,16 @@ def _learn(model: PPO, run_dir: pathlib.Path, config: dict[str, Any], progress_b
         )
         return INTERRUPTED
     return 0
+
+
+def _record_paths(model: PPO, run_dir: pathlib.Path, config: dict[str, Any]) -> None:
+    """Write into ``config.yml`` which sampler and which update trained the model (both, when one changed)."""
+    paths = dict(config.get("paths") or {})
+    for part, ran in model.paths_run.items():
+        if ran:
+            paths[part] = ", ".join(ran)
+    config["paths"] = paths
+    write_atomic(run_dir / CONFIG_FILE, yaml.safe_dump(config, sort_keys=False))
 
 
 def _summary(

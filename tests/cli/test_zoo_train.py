@@ -70,6 +70,14 @@ def test_config_holds_every_ppo_and_policy_keyword_the_run_trained_with(run_dir:
     assert isinstance(settings["learning_rate"], (float, dict))  # a number, or the entry's schedule mapping
 
 
+def test_config_records_which_sampler_and_update_trained_the_model(run_dir: pathlib.Path) -> None:
+    paths = yaml.safe_load((run_dir / "config.yml").read_text())["paths"]
+    model = PPO.load(run_dir / "model.zip")
+    ran = {part: ", ".join(names) for part, names in model.paths_run.items()}
+    assert {part: paths[part] for part in ran} == ran
+    assert paths["sampler"] == "numpy" and paths["update"] == ("torch" if model.train_backend == "torch" else "jax")
+
+
 def test_resume_continues_the_step_count_and_the_history(tmp_path: pathlib.Path) -> None:
     run = train(tmp_path)
     (run / "model.zip").unlink()  # as if interrupted after the last checkpoint

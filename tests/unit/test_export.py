@@ -52,10 +52,17 @@ def test_onnx_file_matches_predict(
     np.testing.assert_allclose(one, expected[:1], rtol=0, atol=1e-5)
 
 
-def test_policies_and_formats_it_cannot_export_are_refused_by_name(model: PPO, tmp_path: pathlib.Path) -> None:
+def test_unknown_formats_are_refused_by_name(model: PPO, tmp_path: pathlib.Path) -> None:
     with pytest.raises(ExportError, match="unknown export format 'tflite'; choose one of onnx, torchscript"):
         export_policy(model.policy, tmp_path / "x.tflite", "tflite")
-    discrete = PPO("MlpPolicy", "CartPole-v1", n_steps=32, batch_size=32)
-    with pytest.raises(ExportError, match="only roboppo's MlpPolicy with bounded Box actions"):
-        export_policy(discrete.policy, tmp_path / "cartpole.pt", "torchscript")
     assert list(tmp_path.iterdir()) == []  # nothing written
+
+
+def test_discrete_actions_export_as_predicts_choices(tmp_path: pathlib.Path) -> None:
+    discrete = PPO("MlpPolicy", "CartPole-v1", n_steps=32, batch_size=32, seed=0)
+    path = export_policy(discrete.policy, tmp_path / "cartpole.pt", "torchscript")
+    observations = np.random.default_rng(3).normal(0.0, 1.0, size=(300, 4)).astype(np.float32)
+    with th.no_grad():
+        actions = th.jit.load(str(path))(th.as_tensor(observations)).numpy()
+    expected, _ = discrete.predict(observations, deterministic=True)
+    assert np.array_equal(actions, expected) and len(np.unique(expected)) == 2

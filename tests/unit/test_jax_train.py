@@ -11,7 +11,7 @@ import pytest
 import torch as th
 
 from roboppo import PPO
-from roboppo.ppo.jax_train import unsupported
+from roboppo.ppo.fast_paths import update_choice
 
 pytest.importorskip("jax")
 pytestmark = pytest.mark.filterwarnings("ignore:You have specified a mini-batch size of 24")
@@ -57,7 +57,7 @@ def train_both(torch_model: PPO, jax_model: PPO) -> list[th.Tensor]:
     generator_states = []
     for model in (torch_model, jax_model):
         th.manual_seed(1)
-        model._train_pre_tanh(model.policy)
+        model._train_pre_tanh(update_choice(model.policy, model.train_backend))
         generator_states.append(th.get_rng_state())
     assert th.equal(*generator_states)  # both drew the same random numbers: later rollouts sample alike
     return before
@@ -124,17 +124,16 @@ def test_a_custom_mlp_extractor_is_not_compiled() -> None:
             self.mlp_extractor = Doubled(self.features_dim, self.net_arch, self.activation_fn, self.device)
 
     model = PPO(Custom, "RoboHopper-v0", n_envs=2, **SMALL)
-    assert "MLP extractor is a Doubled" in str(unsupported(model.policy))
-    assert not model._uses_jax_training(model.policy)
+    choice = update_choice(model.policy)
+    assert choice.path == "torch" and "MLP extractor is a Doubled" in str(choice.reason)
 
 
 def test_auto_backend_uses_jax_on_the_cpu_and_torch_for_other_optimizers() -> None:
     model = PPO("MlpPolicy", "RoboHopper-v0", n_envs=2, **SMALL)
-    assert (
-        model.train_backend == "auto" and unsupported(model.policy) is None and model._uses_jax_training(model.policy)
-    )
+    assert model.train_backend == "auto" and update_choice(model.policy).path == "jax"
     sgd = PPO("MlpPolicy", "RoboHopper-v0", n_envs=2, policy_kwargs={"optimizer_class": th.optim.SGD}, **SMALL)
-    assert "Adam" in str(unsupported(sgd.policy)) and not sgd._uses_jax_training(sgd.policy)
+    choice = update_choice(sgd.policy)
+    assert choice.path == "torch" and "not plain Adam" in str(choice.reason)
     sgd.learn(64)  # trains through the torch loop
     assert sgd._n_updates == SMALL["n_epochs"]
 
@@ -144,7 +143,7 @@ def test_jax_backend_that_cannot_train_names_the_reason() -> None:
         "MlpPolicy", "RoboHopper-v0", n_envs=2, train_backend="jax",
         policy_kwargs={"optimizer_class": th.optim.SGD}, **SMALL,
     )  # fmt: skip
-    with pytest.raises(ValueError, match="train_backend='jax' cannot train this model: the optimizer is not plain"):
+    with pytest.raises(ValueError, match="train_backend='jax' cannot train this model: the optimizer is SGD"):
         model.learn(64)
     with pytest.raises(ValueError, match="train_backend must be one of"):
         PPO("MlpPolicy", "RoboHopper-v0", train_backend="numpy")
@@ -153,7 +152,7 @@ def test_jax_backend_that_cannot_train_names_the_reason() -> None:
 def test_relu_network_with_separate_extractors_matches_too() -> None:
     kwargs = {"policy_kwargs": {"activation_fn": th.nn.ReLU, "net_arch": [32, 16], "share_features_extractor": False}}
     torch_model, jax_model = twins(**kwargs)
-    assert unsupported(jax_model.policy) is None
+    assert update_choice(jax_model.policy).path == "jax"
     assert_same_steps(torch_model, jax_model, train_both(torch_model, jax_model))
 
 
