@@ -12,6 +12,7 @@ from stable_baselines3.common.vec_env import DummyVecEnv
 
 from roboppo import PPO
 from roboppo.common.env_util import make_env_from_id
+from roboppo.ppo.fast_paths import update_choice
 
 
 def test_same_gradients_and_logs_as_sb3_train() -> None:
@@ -42,7 +43,7 @@ def test_same_gradients_and_logs_as_sb3_train() -> None:
         for group in model.policy.optimizer.param_groups:
             group["eps"] = 1.0
     th.manual_seed(1)
-    ours._train_pre_tanh(ours.policy)
+    ours._train_pre_tanh(update_choice(ours.policy, ours.train_backend))
     th.manual_seed(1)
     SB3PPO.train(theirs)
     for a, b in zip(ours.policy.parameters(), theirs.policy.parameters(), strict=True):
