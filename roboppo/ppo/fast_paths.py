@@ -292,20 +292,21 @@ def _extractors(policy: TanhGaussianPolicy) -> tuple[nn.Module, nn.Module]:
 
 class Watch:
     """What a policy's graph was made from, checked in a few microseconds: every module, parameter and
-    buffer object (and the address of its data), the size of every hook table, the activations' parameters."""
+    buffer object (and the address of its data), the size of every forward hook table, the activations'
+    parameters. (Backward hooks only change the update, which is decided afresh at every rollout.)"""
 
     def __init__(self, policy: nn.Module) -> None:
         self._tables: list[dict] = []
         self._keys: list[str] = []
         self._objects: list[Any] = []
-        self._hooks: list[dict] = list(_global_hooks())
+        self._hooks: list[dict] = list(_global_hooks()[:2])
         self._args: list[tuple[nn.Module, str, Any]] = []
         for module in _modules(policy):
             for table in (module._modules, module._parameters, module._buffers):
                 self._tables += [table] * len(table)
                 self._keys += table.keys()
                 self._objects += table.values()
-            self._hooks += [getattr(module, name) for name in HOOK_TABLES]
+            self._hooks += [module._forward_hooks, module._forward_pre_hooks]  # backward ones: at each update
             attribute = ACTIVATIONS.get(type(module), (None, None))[1]
             if attribute is not None:
                 self._args.append((module, attribute, getattr(module, attribute)))

@@ -110,24 +110,6 @@ def optimizer_steps(model: PPO) -> float:
     return float(model.policy.optimizer.state_dict()["state"][0]["step"])
 
 
-def test_a_custom_mlp_extractor_is_not_compiled() -> None:
-    from stable_baselines3.common.torch_layers import MlpExtractor
-
-    from roboppo import TanhGaussianPolicy
-
-    class Doubled(MlpExtractor):
-        def forward_actor(self, features: th.Tensor) -> th.Tensor:
-            return 2 * super().forward_actor(features)
-
-    class Custom(TanhGaussianPolicy):
-        def _build_mlp_extractor(self) -> None:
-            self.mlp_extractor = Doubled(self.features_dim, self.net_arch, self.activation_fn, self.device)
-
-    model = PPO(Custom, "RoboHopper-v0", n_envs=2, **SMALL)
-    choice = update_choice(model.policy)
-    assert choice.path == "torch" and "MLP extractor is a Doubled" in str(choice.reason)
-
-
 def test_auto_backend_uses_jax_on_the_cpu_and_torch_for_other_optimizers() -> None:
     model = PPO("MlpPolicy", "RoboHopper-v0", n_envs=2, **SMALL)
     assert model.train_backend == "auto" and update_choice(model.policy).path == "jax"
