@@ -32,6 +32,7 @@ Export does not use the graph: it traces the policy's own ``predict`` path (:mod
 from __future__ import annotations
 
 import dataclasses
+import functools
 import importlib.util
 import inspect
 import operator
@@ -40,10 +41,10 @@ from typing import Any
 
 import torch as th
 from gymnasium import spaces
+from stable_baselines3.common.distributions import DiagGaussianDistribution
 from stable_baselines3.common.preprocessing import is_image_space
-from stable_baselines3.common.torch_layers import MlpExtractor
+from stable_baselines3.common.torch_layers import BaseFeaturesExtractor, MlpExtractor
 from torch import nn
-from torch.nn.utils import parametrize
 from torch.optim import optimizer as torch_optimizer
 
 from roboppo.common.distributions import TanhNormalDistribution
@@ -159,9 +160,9 @@ def pre_tanh_refusal(policy: nn.Module) -> str | None:
             "methods (actions not tanh-squashed to a bounded Box, or forward, evaluate_actions, get_distribution, "
             "_get_action_dist_from_latent or extract_features overridden)"
         )
-    replaced = [name for name in vars(policy) if _is_method(type(policy), name)]
+    replaced = _code_names(type(policy)).intersection(vars(policy))
     if replaced:
-        return f"policy.{replaced[0]} is replaced on the instance"
+        return f"policy.{min(replaced)} is replaced on the instance"
     return None
 
 
@@ -221,20 +222,20 @@ def _policy_refusal(policy: TanhGaussianPolicy) -> str | None:
             return f"{cls.__name__} overrides {', '.join(overridden)}"
     if any(_global_hooks()):
         return "a global module hook is registered (torch.nn.modules.module.register_module_forward_hook, ...)"
-    return None
+    return _replaced_on_a_class()
 
 
 def _module_refusal(named: tuple[str, nn.Module]) -> str | None:
     """Why module ``name`` keeps the fast paths away: hooks, parametrizations, a replaced forward, odd parameters."""
     name, module = named
     where = name or "the policy"
-    if parametrize.is_parametrized(module):
+    if "parametrizations" in module._modules:  # what torch.nn.utils.parametrize registers
         return f"{where} ({type(module).__name__}) is parametrized (weight norm or torch.nn.utils.parametrize)"
     if any(getattr(module, hook, None) for hook in HOOK_TABLES):
         return f"{where} ({type(module).__name__}) has a forward or backward hook"
-    replaced = [name for name in vars(module) if _is_method(type(module), name)]
+    replaced = _code_names(type(module)).intersection(vars(module))
     if replaced:
-        return f"{where}.{replaced[0]} is replaced on the instance"
+        return f"{where}.{min(replaced)} is replaced on the instance"
     for param_name, param in module.named_parameters(recurse=False):
         if type(param) is not nn.Parameter or param.dtype != th.float32 or param.device.type != "cpu":
             return f"{where}.{param_name} is not a float32 torch.nn.Parameter on the CPU"
@@ -258,7 +259,7 @@ def _ops(modules: list[nn.Module], names: dict[int, str]) -> tuple[Op, ...] | st
 
 def _update_refusal(graph: PolicyGraph) -> str | None:
     """Why the compiled update cannot train ``graph``'s policy with its optimizer, or None."""
-    if importlib.util.find_spec("jax") is None or importlib.util.find_spec("optax") is None:
+    if not _jax_installed():
         return "JAX is not installed (pip install 'roboppo[brax]')"
     policy = graph.policy
     params = graph.parameters()
@@ -346,11 +347,42 @@ def _global_optimizer_hooks() -> tuple[dict, ...]:
     return (torch_optimizer._global_optimizer_pre_hooks, torch_optimizer._global_optimizer_post_hooks)
 
 
-def _is_method(cls: type, name: str) -> bool:
-    """Whether ``cls`` defines ``name`` as code (so an instance attribute of that name replaces it)."""
-    return _is_code(inspect.getattr_static(cls, name, None))
+def _code_names(cls: type) -> frozenset[str]:
+    """The names ``cls`` defines as code (an instance attribute of one of them replaces a method); cached."""
+    names = _CODE_NAMES.get(cls)
+    if names is None:
+        names = _CODE_NAMES[cls] = frozenset(n for n in dir(cls) if _is_code(inspect.getattr_static(cls, n, None)))
+    return names
+
+
+_CODE_NAMES: dict[type, frozenset[str]] = {}
+
+
+def _class_code(classes: tuple[type, ...]) -> list[tuple[type, str, Any]]:
+    """Every method each class defines, as it is now."""
+    return [(cls, name, value) for cls in classes for name, value in vars(cls).items() if _is_code(value)]
+
+
+def _replaced_on_a_class() -> str | None:
+    """A method of a class the fast paths compute, replaced since roboppo was imported (``nn.Tanh.forward = ...``)."""
+    for cls, name, value in _PRISTINE:
+        if vars(cls).get(name) is not value:
+            return f"{cls.__name__}.{name} was replaced on the class"
+    return None
+
+
+@functools.cache
+def _jax_installed() -> bool:
+    return importlib.util.find_spec("jax") is not None and importlib.util.find_spec("optax") is not None
 
 
 def _is_code(value: Any) -> bool:
     """A function, a static or class method, a property or another class: what a class body overrides with code."""
     return inspect.isfunction(value) or isinstance(value, (staticmethod, classmethod, property, type))
+
+
+# the classes whose code the fast paths reproduce, and that code as it was when this module was imported
+_PRISTINE = _class_code(
+    (*TanhGaussianPolicy.__mro__[:-1], NormalizedFlattenExtractor, BaseFeaturesExtractor, RunningMeanStd, MlpExtractor,
+     nn.Sequential, nn.Linear, *ACTIVATIONS, TanhNormalDistribution, DiagGaussianDistribution)
+)  # fmt: skip

@@ -258,6 +258,15 @@ def test_one_place_decides_and_names_the_reason(variant: Variant) -> None:
         assert variant.reason.lower() in str(refusal).lower(), refusal
 
 
+def test_a_method_replaced_on_a_class_makes_the_fast_paths_step_aside(monkeypatch: pytest.MonkeyPatch) -> None:
+    policy = Variant(**FAST).build()
+    monkeypatch.setattr(nn.Tanh, "forward", lambda self, x: th.tanh(2.0 * x))
+    for choice in (sampler_choice(policy), update_choice(policy)):
+        assert choice.path == "torch" and "Tanh.forward was replaced on the class" in str(choice.reason)
+    stored, *_ = one_step(policy, observations())
+    assert th.equal(stored, reference_step(policy, observations())[0])
+
+
 def test_the_lowerings_know_the_same_operations() -> None:
     from roboppo.ppo.jax_program import JAX_OPS
 
