@@ -113,7 +113,10 @@ def train(args: argparse.Namespace) -> int:
     print(f"Hyperparameters from {model.hyperparams_source}")
     config["hyperparams_source"] = model.hyperparams_source
     config["hyperparams"] = model.resolved_hyperparams()  # every PPO and policy keyword, as trained
-    config["paths"] = model.planned_paths()  # which sampler and update will train it; _learn records what ran
+    try:  # which sampler and update will train it; _learn records what ran
+        config["paths"] = model.planned_paths()
+    except ValueError as error:  # train_backend=jax for a policy the compiled update does not compute
+        raise HparamsError(f"{entry.source}: {error}") from error
     run_dir = new_run_dir(settings["log_folder"], run_name("ppo", args.env, config["seed"]))
     write_config(run_dir, config, sys.argv)
     return _learn(model, run_dir, config, progress_bar=not args.no_progress_bar)
