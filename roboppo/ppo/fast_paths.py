@@ -61,6 +61,7 @@ ACTIVATIONS: dict[type[nn.Module], tuple[str, str | None]] = {
     nn.Sigmoid: ("sigmoid", None),
     nn.Identity: ("identity", None),
 }
+DISTRIBUTION_BOUNDS = ("low", "high", "half_range")  # what the sampler reads of TanhNormalDistribution
 HOOK_TABLES = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks")
 # policy methods a subclass may override without changing what the policy computes
 SB3_CONSTRUCTORS = frozenset(
@@ -311,6 +312,12 @@ class Watch:
             attribute = ACTIVATIONS.get(type(module), (None, None))[1]
             if attribute is not None:
                 self._args.append((module, attribute, getattr(module, attribute)))
+        distribution = vars(policy).get("action_dist")  # not a module: its bounds are plain tensor attributes
+        if distribution is not None:
+            for table, key in [(vars(policy), "action_dist")] + [(vars(distribution), k) for k in DISTRIBUTION_BOUNDS]:
+                self._tables.append(table)
+                self._keys.append(key)
+                self._objects.append(table.get(key))
         self._tensors = [t for t in self._objects if isinstance(t, th.Tensor)]
         self._pointers = list(map(th.Tensor.data_ptr, self._tensors))
         self._hook_sizes = list(map(len, self._hooks))

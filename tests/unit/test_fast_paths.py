@@ -29,6 +29,7 @@ from torch import nn
 from torch.nn.utils import parametrizations, parametrize
 
 from roboppo import PPO, TanhGaussianPolicy
+from roboppo.common.distributions import TanhNormalDistribution
 from roboppo.common.normalization import NormalizedFlattenExtractor
 from roboppo.export import ExportError, export_policy
 from roboppo.ppo import torch_train
@@ -376,12 +377,18 @@ def _alpha(policy: TanhGaussianPolicy, other: TanhGaussianPolicy) -> None:
     policy.mlp_extractor.policy_net[1].alpha = 0.05
 
 
+def _bounds(policy: TanhGaussianPolicy, other: TanhGaussianPolicy) -> None:
+    distribution = policy.action_dist
+    assert isinstance(distribution, TanhNormalDistribution)
+    distribution.low = th.full_like(distribution.low, -0.5)
+
+
 def _to_cpu(policy: TanhGaussianPolicy, other: TanhGaussianPolicy) -> None:
     policy.to("cpu")
 
 
 CHANGES = [_log_std_data, _assign, _load, _data_replaced, _parameter_replaced, _module_replaced, _statistics, _alpha,
-           _to_cpu]  # fmt: skip
+           _bounds, _to_cpu]  # fmt: skip
 
 
 @pytest.mark.parametrize("change", CHANGES, ids=[c.__name__.strip("_") for c in CHANGES])
@@ -400,7 +407,7 @@ def test_changes_between_two_calls_reach_the_next_sampled_action(change: Callabl
     after = sampler(obs.numpy())
     assert before is not None and after is not None
     if change is not _to_cpu:
-        assert not np.allclose(before[3], after[3]), "the change reached the log-probs"
+        assert not (np.allclose(before[1], after[1]) and np.allclose(before[3], after[3])), "the change showed"
 
 
 def test_a_hook_added_during_a_rollout_makes_the_sampler_step_aside() -> None:
