@@ -39,14 +39,17 @@ import operator
 from collections.abc import Iterator
 from typing import Any
 
+import numpy as np
 import torch as th
 from gymnasium import spaces
+from stable_baselines3.common import policies as sb3_policies
 from stable_baselines3.common.distributions import DiagGaussianDistribution
 from stable_baselines3.common.preprocessing import is_image_space
 from stable_baselines3.common.torch_layers import BaseFeaturesExtractor, MlpExtractor
 from torch import nn
 from torch.optim import optimizer as torch_optimizer
 
+from roboppo.common import distributions
 from roboppo.common.distributions import TanhNormalDistribution
 from roboppo.common.normalization import NormalizedFlattenExtractor, RunningMeanStd
 from roboppo.ppo.policies import TanhGaussianPolicy
@@ -62,6 +65,8 @@ ACTIVATIONS: dict[type[nn.Module], tuple[str, str | None]] = {
     nn.Identity: ("identity", None),
 }
 DISTRIBUTION_BOUNDS = ("low", "high", "half_range")  # what the sampler reads of TanhNormalDistribution
+# policy attributes that change what the graph is (which extractors run, how observations are preprocessed)
+POLICY_SETTINGS = ("action_dist", "share_features_extractor", "normalize_images")
 HOOK_TABLES = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks")
 # policy methods a subclass may override without changing what the policy computes
 SB3_CONSTRUCTORS = frozenset(
@@ -180,6 +185,8 @@ def describe(policy: nn.Module) -> PolicyGraph | str:
     for name, extractor in (("actor", pi_features), ("critic", vf_features)):
         if type(extractor) is not NormalizedFlattenExtractor or type(extractor.obs_rms) is not RunningMeanStd:
             return f"the {name}'s features extractor is a {type(extractor).__name__}, not NormalizedFlattenExtractor"
+        if {extractor.obs_rms.mean.dtype, extractor.obs_rms.var.dtype} - {th.float32, th.float64}:
+            return f"the {name}'s observation statistics are {extractor.obs_rms.mean.dtype}, not float32 or float64"
     if type(mlp) is not MlpExtractor or not type(mlp.policy_net) is type(mlp.value_net) is nn.Sequential:
         return f"the MLP extractor is a {type(mlp).__name__}, not SB3's MlpExtractor"
     names = {id(module): name for name, module in policy.named_modules()}
@@ -223,6 +230,14 @@ def _policy_refusal(policy: TanhGaussianPolicy) -> str | None:
             return f"{cls.__name__} overrides {', '.join(overridden)}"
     if any(_global_hooks()):
         return "a global module hook is registered (torch.nn.modules.module.register_module_forward_hook, ...)"
+    if _autocast_on():
+        return "torch.autocast is on (the fast paths compute in float32)"
+    replaced = _code_names(type(policy.action_dist)).intersection(vars(policy.action_dist))
+    if replaced:
+        return f"policy.action_dist.{min(replaced)} is replaced on the instance"
+    action_dim = int(np.prod(policy.action_space.shape))  # type: ignore[arg-type]
+    if type(policy.log_std) is not nn.Parameter or tuple(policy.log_std.shape) != (action_dim,):
+        return f"policy.log_std is not a Parameter of shape ({action_dim},), one per action dimension"
     return _replaced_on_a_class()
 
 
@@ -268,6 +283,9 @@ def _update_refusal(graph: PolicyGraph) -> str | None:
         p.requires_grad for p in params
     ):
         return "the policy has frozen parameters or trainable parameters outside its layers and log_std"
+    storages = {p.untyped_storage().data_ptr() for p in params}
+    if len({id(p) for p in params}) < len(params) or len(storages) < len(params):
+        return "a parameter is used twice or shares its storage with another (tied weights)"
     if any(p._backward_hooks or getattr(p, "_post_accumulate_grad_hooks", None) for p in params):
         return "a parameter has a gradient hook (Tensor.register_hook)"
     optimizer = policy.optimizer
@@ -276,6 +294,9 @@ def _update_refusal(graph: PolicyGraph) -> str | None:
     group = optimizer.param_groups[0]
     if {id(p) for p in group["params"]} != {id(p) for p in params}:
         return "the optimizer does not hold the policy's current parameters (replaced after it was built?)"
+    steps = {float(optimizer.state[p]["step"]) if "step" in optimizer.state.get(p, {}) else None for p in params}
+    if len(steps) > 1:
+        return "Adam's step counts differ between parameters (some were frozen or added later)"
     for option in ("weight_decay", "amsgrad", "maximize", "decoupled_weight_decay"):
         if group.get(option):
             return f"Adam's {option} is set"
@@ -293,41 +314,52 @@ def _extractors(policy: TanhGaussianPolicy) -> tuple[nn.Module, nn.Module]:
 
 
 class Watch:
-    """What a policy's graph was made from, checked in a few microseconds: every module, parameter and
-    buffer object (and the address of its data), the size of every forward hook table, the activations'
-    parameters. (Backward hooks only change the update, which is decided afresh at every rollout.)"""
+    """What a policy's graph was made from, checked in a few microseconds: every module (and its class), every
+    parameter and buffer object (and the address, strides of its data), the size of every module, parameter,
+    buffer and forward hook table, the activations' parameters, the action bounds and the policy settings the
+    graph depends on. (Backward hooks only change the update, which is decided afresh at every rollout.)"""
 
     def __init__(self, policy: nn.Module) -> None:
         self._tables: list[dict] = []
         self._keys: list[str] = []
         self._objects: list[Any] = []
-        self._hooks: list[dict] = list(_global_hooks()[:2])
+        self._sized: list[dict] = list(_global_hooks()[:2])
         self._args: list[tuple[nn.Module, str, Any]] = []
-        for module in _modules(policy):
+        self._modules = list(_modules(policy))
+        for module in self._modules:
             for table in (module._modules, module._parameters, module._buffers):
                 self._tables += [table] * len(table)
                 self._keys += table.keys()
                 self._objects += table.values()
-            self._hooks += [module._forward_hooks, module._forward_pre_hooks]  # backward ones: at each update
+                self._sized.append(table)
+            self._sized += [module._forward_hooks, module._forward_pre_hooks]  # backward ones: at each update
             attribute = ACTIVATIONS.get(type(module), (None, None))[1]
             if attribute is not None:
                 self._args.append((module, attribute, getattr(module, attribute)))
+        self._watch(vars(policy), POLICY_SETTINGS)
         distribution = vars(policy).get("action_dist")  # not a module: its bounds are plain tensor attributes
         if distribution is not None:
-            for table, key in [(vars(policy), "action_dist")] + [(vars(distribution), k) for k in DISTRIBUTION_BOUNDS]:
-                self._tables.append(table)
-                self._keys.append(key)
-                self._objects.append(table.get(key))
+            self._watch(vars(distribution), DISTRIBUTION_BOUNDS)
+        self._types = list(map(type, self._modules))
         self._tensors = [t for t in self._objects if isinstance(t, th.Tensor)]
         self._pointers = list(map(th.Tensor.data_ptr, self._tensors))
-        self._hook_sizes = list(map(len, self._hooks))
+        self._strides = list(map(th.Tensor.stride, self._tensors))
+        self._sizes = list(map(len, self._sized))
+
+    def _watch(self, table: dict, keys: tuple[str, ...]) -> None:
+        for key in keys:
+            self._tables.append(table)
+            self._keys.append(key)
+            self._objects.append(table.get(key))
 
     def unchanged(self) -> bool:
         """Whether the policy still holds the same objects, at the same addresses, with the same hooks."""
         return (
             all(map(operator.is_, map(dict.get, self._tables, self._keys), self._objects))
             and list(map(th.Tensor.data_ptr, self._tensors)) == self._pointers
-            and list(map(len, self._hooks)) == self._hook_sizes
+            and list(map(len, self._sized)) == self._sizes
+            and list(map(type, self._modules)) == self._types
+            and list(map(th.Tensor.stride, self._tensors)) == self._strides
             and all(getattr(module, name) == value for module, name, value in self._args)
         )
 
@@ -371,11 +403,22 @@ def _class_code(classes: tuple[type, ...]) -> list[tuple[type, str, Any]]:
 
 
 def _replaced_on_a_class() -> str | None:
-    """A method of a class the fast paths compute, replaced since roboppo was imported (``nn.Tanh.forward = ...``)."""
+    """A method of a class the fast paths compute, or a function those methods call, replaced since roboppo was
+    imported (``nn.Tanh.forward = ...``, ``torch.nn.functional.linear = ...``)."""
     for cls, name, value in _PRISTINE:
         if vars(cls).get(name) is not value:
             return f"{cls.__name__}.{name} was replaced on the class"
+    for module, name, value in _PINNED:
+        if getattr(module, name) is not value:
+            return f"{module.__name__}.{name} was replaced"
     return None
+
+
+def _autocast_on() -> bool:
+    try:
+        return th.is_autocast_enabled("cpu")
+    except TypeError:  # torch before 2.4
+        return th.is_autocast_cpu_enabled()
 
 
 @functools.cache
@@ -393,3 +436,14 @@ _PRISTINE = _class_code(
     (*TanhGaussianPolicy.__mro__[:-1], NormalizedFlattenExtractor, BaseFeaturesExtractor, RunningMeanStd, MlpExtractor,
      nn.Sequential, nn.Linear, *ACTIVATIONS, TanhNormalDistribution, DiagGaussianDistribution)
 )  # fmt: skip
+# the functions those classes' methods call, as they were when this module was imported
+_PINNED = [
+    (module, name, getattr(module, name))
+    for module, names in (
+        (nn.functional, ("linear", "relu", "elu", "leaky_relu", "silu", "softplus")),
+        (th, ("tanh", "sigmoid", "clamp", "sqrt", "exp")),
+        (distributions, ("softplus", "tanh_log_det_jacobian")),
+        (sb3_policies, ("preprocess_obs",)),
+    )
+    for name in names
+]

@@ -101,6 +101,24 @@ class OwnPredict(TanhGaussianPolicy):
         return actions * 0.5, state
 
 
+class SharedTrunk(TanhGaussianPolicy):
+    """The actor and the critic share their first layer: one parameter, two uses."""
+
+    def _build_mlp_extractor(self) -> None:
+        super()._build_mlp_extractor()
+        self.mlp_extractor.value_net[0] = self.mlp_extractor.policy_net[0]
+
+
+def _one_log_std(policy: TanhGaussianPolicy) -> None:
+    policy.log_std = nn.Parameter(th.full((1,), -0.5))
+    policy.optimizer = th.optim.Adam(policy.parameters(), lr=3e-4, eps=1e-5)
+
+
+def _own_to_env(policy: TanhGaussianPolicy) -> None:
+    distribution = policy.action_dist
+    distribution.to_env = lambda pre_tanh: TanhNormalDistribution.to_env(distribution, 0.5 * pre_tanh)  # type: ignore
+
+
 class Scale(nn.Module):
     def forward(self, weight: th.Tensor) -> th.Tensor:
         return 1.5 * weight
@@ -236,6 +254,9 @@ VARIANTS: dict[str, Variant] = {
     ),
     "optimizer hook": Variant(sampler="numpy", update="torch", change=_optimizer_hook, reason="hook"),
     "SB3 policy": Variant(**SB3, policy_class=ActorCriticPolicy, reason="not roboppo"),
+    "tied layer": Variant(sampler="numpy", update="torch", policy_class=SharedTrunk, reason="tied"),
+    "one log_std for every dimension": Variant(**TORCH, change=_one_log_std, reason="log_std"),
+    "an instance method of the distribution": Variant(**TORCH, change=_own_to_env, reason="action_dist.to_env"),
 }
 
 
@@ -266,6 +287,27 @@ def test_a_method_replaced_on_a_class_makes_the_fast_paths_step_aside(monkeypatc
         assert choice.path == "torch" and "Tanh.forward was replaced on the class" in str(choice.reason)
     stored, *_ = one_step(policy, observations())
     assert th.equal(stored, reference_step(policy, observations())[0])
+
+
+def test_a_replaced_torch_function_or_autocast_makes_the_fast_paths_step_aside(monkeypatch: pytest.MonkeyPatch) -> None:
+    policy = Variant(**FAST).build()
+    with th.autocast("cpu", dtype=th.bfloat16):
+        assert "autocast" in str(sampler_choice(policy).reason)
+    linear = nn.functional.linear
+    monkeypatch.setattr(nn.functional, "linear", lambda x, w, b=None: 1.5 * linear(x, w, b))
+    choice = sampler_choice(policy)
+    assert choice.path == "torch" and "functional.linear was replaced" in str(choice.reason)
+
+
+def test_adam_steps_that_differ_between_parameters_keep_the_torch_update() -> None:
+    policy = Variant(**FAST).build()
+    assert isinstance(policy, TanhGaussianPolicy)
+    first = policy.mlp_extractor.policy_net[0].weight
+    first.requires_grad_(False)
+    torch_train.train(policy, rollout_batch(policy), SETTINGS)  # Adam counts steps for every other parameter
+    first.requires_grad_(True)
+    choice = update_choice(policy)
+    assert choice.path == "torch" and "step counts differ" in str(choice.reason)
 
 
 def test_the_lowerings_know_the_same_operations() -> None:
@@ -383,17 +425,30 @@ def _bounds(policy: TanhGaussianPolicy, other: TanhGaussianPolicy) -> None:
     distribution.low = th.full_like(distribution.low, -0.5)
 
 
+def _transposed(policy: TanhGaussianPolicy, other: TanhGaussianPolicy) -> None:
+    weight = policy.mlp_extractor.policy_net[2].weight  # 16 x 16: a transposed view has the same address
+    weight.data = weight.data.t()
+
+
+def _appended(policy: TanhGaussianPolicy, other: TanhGaussianPolicy) -> None:
+    policy.mlp_extractor.policy_net.append(nn.Tanh())
+
+
+def _class_changed(policy: TanhGaussianPolicy, other: TanhGaussianPolicy) -> None:
+    policy.mlp_extractor.policy_net[1].__class__ = nn.SiLU
+
+
 def _to_cpu(policy: TanhGaussianPolicy, other: TanhGaussianPolicy) -> None:
     policy.to("cpu")
 
 
 CHANGES = [_log_std_data, _assign, _load, _data_replaced, _parameter_replaced, _module_replaced, _statistics, _alpha,
-           _bounds, _to_cpu]  # fmt: skip
+           _bounds, _transposed, _appended, _class_changed, _to_cpu]  # fmt: skip
 
 
 @pytest.mark.parametrize("change", CHANGES, ids=[c.__name__.strip("_") for c in CHANGES])
 def test_changes_between_two_calls_reach_the_next_sampled_action(change: Callable) -> None:
-    kwargs = {"activation_fn": nn.ELU, "net_arch": [16]}
+    kwargs = {"activation_fn": nn.ELU, "net_arch": [16, 16]}
     policy, other = (Variant(**FAST, kwargs=kwargs).build(seed) for seed in (0, 1))
     assert isinstance(policy, TanhGaussianPolicy) and isinstance(other, TanhGaussianPolicy)
     sampler = sampler_of(policy)
@@ -444,8 +499,8 @@ def rollout_batch(policy: TanhGaussianPolicy, n: int = 96) -> RolloutBatch:
     return RolloutBatch(obs, actions, values.flatten(), log_probs, advantages, values.flatten() + advantages)
 
 
-SETTINGS = UpdateSettings(
-    n_epochs=1, batch_size=96, learning_rate=3e-4, clip_range=0.2, clip_range_vf=None, ent_coef=0.01,
+SETTINGS = UpdateSettings(  # three epochs of three minibatches: Adam's later steps follow the gradients' sizes
+    n_epochs=3, batch_size=32, learning_rate=3e-4, clip_range=0.2, clip_range_vf=None, ent_coef=0.01,
     vf_coef=0.5, max_grad_norm=0.5, target_kl=None, normalize_advantage=True,
 )  # fmt: skip
 
@@ -526,6 +581,22 @@ def test_a_policy_that_branches_on_observation_values_is_refused_by_module(tmp_p
     assert isinstance(describe(policy), str)
     with pytest.raises(ExportError, match=r"action_net\.1 turns observation values into Python values"):
         export_policy(policy, tmp_path / "policy.pt", "torchscript")
+    assert not list(tmp_path.iterdir())
+
+
+def test_a_file_specialised_to_its_example_batch_is_not_written(tmp_path: pathlib.Path) -> None:
+    pytest.importorskip("onnxruntime")
+
+    class OneOrMany(nn.Module):
+        def forward(self, x: th.Tensor) -> th.Tensor:
+            return 0.5 * x if x.shape[0] == 1 else x
+
+    policy = Variant(**FAST).build()
+    assert isinstance(policy, TanhGaussianPolicy)
+    policy.action_net = nn.Sequential(policy.action_net, OneOrMany())
+    for fmt in ("onnx", "torchscript"):
+        with pytest.raises(ExportError):
+            export_policy(policy, tmp_path / f"policy.{fmt}", fmt)
     assert not list(tmp_path.iterdir())
 
 
