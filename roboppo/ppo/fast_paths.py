@@ -48,6 +48,7 @@ from stable_baselines3.common.preprocessing import is_image_space
 from stable_baselines3.common.torch_layers import BaseFeaturesExtractor, MlpExtractor
 from torch import nn
 from torch.optim import optimizer as torch_optimizer
+from torch.utils.hooks import RemovableHandle
 
 from roboppo.common import distributions
 from roboppo.common.distributions import TanhNormalDistribution
@@ -315,27 +316,33 @@ def _extractors(policy: TanhGaussianPolicy) -> tuple[nn.Module, nn.Module]:
 
 class Watch:
     """What a policy's graph was made from, checked in a few microseconds: every module (and its class), every
-    parameter and buffer object (and the address, strides of its data), the size of every module, parameter,
-    buffer and forward hook table, the activations' parameters, the action bounds and the policy settings the
-    graph depends on. (Backward hooks only change the update, which is decided afresh at every rollout.)"""
+    parameter and buffer object (and the address and contiguity of its data), the layers of each ``nn.Sequential``,
+    the activations' parameters, the action bounds and the policy settings the graph depends on, and whether any
+    hook was registered since (torch numbers every hook handle; backward hooks only change the update, which is
+    decided afresh at every rollout)."""
 
-    def __init__(self, policy: nn.Module) -> None:
+    def __init__(self, policy: nn.Module, hook_tables: bool = False) -> None:
+        """:param hook_tables: also watch the size of every forward hook table, to see hooks removed (for a
+        policy refused for its hooks, which may qualify again)."""
         self._tables: list[dict] = []
         self._keys: list[str] = []
         self._objects: list[Any] = []
-        self._sized: list[dict] = list(_global_hooks()[:2])
         self._args: list[tuple[nn.Module, str, Any]] = []
-        self._modules = list(_modules(policy))
+        self._hook_count = RemovableHandle.next_id
+        self._modules = list({id(m): m for m in _modules(policy)}.values())  # shared extractors once
         for module in self._modules:
             for table in (module._modules, module._parameters, module._buffers):
                 self._tables += [table] * len(table)
                 self._keys += table.keys()
                 self._objects += table.values()
-                self._sized.append(table)
-            self._sized += [module._forward_hooks, module._forward_pre_hooks]  # backward ones: at each update
             attribute = ACTIVATIONS.get(type(module), (None, None))[1]
             if attribute is not None:
                 self._args.append((module, attribute, getattr(module, attribute)))
+        # exact types run fixed code: only a Sequential's forward runs whatever children it holds
+        self._sized: list[dict] = [m._modules for m in self._modules if type(m) is nn.Sequential]
+        if hook_tables:
+            self._sized += list(_global_hooks()[:2])
+            self._sized += [table for m in self._modules for table in (m._forward_hooks, m._forward_pre_hooks)]
         self._watch(vars(policy), POLICY_SETTINGS)
         distribution = vars(policy).get("action_dist")  # not a module: its bounds are plain tensor attributes
         if distribution is not None:
@@ -343,7 +350,7 @@ class Watch:
         self._types = list(map(type, self._modules))
         self._tensors = [t for t in self._objects if isinstance(t, th.Tensor)]
         self._pointers = list(map(th.Tensor.data_ptr, self._tensors))
-        self._strides = list(map(th.Tensor.stride, self._tensors))
+        self._layouts = list(map(th.Tensor.is_contiguous, self._tensors))
         self._sizes = list(map(len, self._sized))
 
     def _watch(self, table: dict, keys: tuple[str, ...]) -> None:
@@ -357,9 +364,10 @@ class Watch:
         return (
             all(map(operator.is_, map(dict.get, self._tables, self._keys), self._objects))
             and list(map(th.Tensor.data_ptr, self._tensors)) == self._pointers
+            and RemovableHandle.next_id == self._hook_count
             and list(map(len, self._sized)) == self._sizes
             and list(map(type, self._modules)) == self._types
-            and list(map(th.Tensor.stride, self._tensors)) == self._strides
+            and list(map(th.Tensor.is_contiguous, self._tensors)) == self._layouts
             and all(getattr(module, name) == value for module, name, value in self._args)
         )
 

@@ -96,7 +96,7 @@ class RolloutSampler:
             return False  # nothing changed since it was refused
         graph = describe(self.graph.policy)
         if isinstance(graph, str):
-            self.refusal, self._refused_at = graph, Watch(self.graph.policy)
+            self.refusal, self._refused_at = graph, Watch(self.graph.policy, hook_tables=True)
             return False
         self.refusal, self._refused_at = None, None
         self._build(graph)
