@@ -20,12 +20,11 @@ Runtime runs ONNX on most robot computers.
 from __future__ import annotations
 
 import contextlib
-import functools
 import logging
 import os
 import pathlib
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -108,19 +107,13 @@ def export_policy(policy: nn.Module, path: str | os.PathLike[str], fmt: str) -> 
     with atomic_target(path) as partial:
         if fmt == "torchscript":
             th.jit.save(_trace(module, example), str(partial))
-            loaded = th.jit.load(str(partial))
-
-            def run(batch: np.ndarray) -> np.ndarray:
-                with th.no_grad():
-                    return loaded(th.as_tensor(batch)).numpy()
+            run = _torchscript_runner(partial)
         else:
             _write_onnx(module, example, partial)
-            run = functools.partial(_run_onnx, partial)
+            run = _onnx_runner(partial)
         for size in (len(observations), 1):  # a batch of one: exporters may specialise on the batch size
             try:
                 written = run(observations[:size])
-            except MissingDependencyError:
-                raise
             except Exception as error:
                 raise ExportError(
                     f"the {fmt} file fails on a batch of {size} observations ({type(error).__name__}: "
@@ -275,7 +268,19 @@ def _write_onnx(module: DeterministicPolicy, example: th.Tensor, path: pathlib.P
     program.save(str(path))
 
 
-def _run_onnx(path: pathlib.Path, observations: np.ndarray) -> np.ndarray:
+def _torchscript_runner(path: pathlib.Path) -> Callable[[np.ndarray], np.ndarray]:
+    """The TorchScript file at ``path`` as a function of a batch of observations (loaded once)."""
+    loaded = th.jit.load(str(path))
+
+    def run(observations: np.ndarray) -> np.ndarray:
+        with th.no_grad():
+            return loaded(th.as_tensor(observations)).numpy()
+
+    return run
+
+
+def _onnx_runner(path: pathlib.Path) -> Callable[[np.ndarray], np.ndarray]:
+    """The ONNX file at ``path`` as a function of a batch of observations (one onnxruntime session)."""
     try:
         import onnxruntime
     except ImportError as error:
@@ -285,5 +290,9 @@ def _run_onnx(path: pathlib.Path, observations: np.ndarray) -> np.ndarray:
     options = onnxruntime.SessionOptions()
     options.log_severity_level = 3  # a file specialised to one batch size warns; the check reports it instead
     session = onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
-    (actions,) = session.run(["action"], {"observation": observations})
-    return np.asarray(actions)
+
+    def run(observations: np.ndarray) -> np.ndarray:
+        (actions,) = session.run(["action"], {"observation": observations})
+        return np.asarray(actions)
+
+    return run

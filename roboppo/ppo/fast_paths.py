@@ -11,19 +11,23 @@ the modules it was written for, and everything else runs the policy's torch code
   never ``isinstance``): a subclass of ``nn.Tanh`` with its own ``forward`` is not ``tanh``.
 - Activations carry their parameters into the graph (ELU's ``alpha``, LeakyReLU's slope).
 - No forward or backward hooks (on a module, on a parameter or global), no parametrization
-  (``torch.nn.utils.parametrize``, weight norm), no ``forward`` replaced on an instance, no
-  policy method overridden by a subclass other than the constructors (``SB3_CONSTRUCTORS``).
-- Parameters are plain float32 ``nn.Parameter`` on the CPU.
+  (``torch.nn.utils.parametrize``, weight norm), no method replaced on an instance (the action
+  distribution included) or on one of those classes, no torch function they call replaced
+  (``_PINNED``), no ``torch.autocast``, no policy method overridden by a subclass other than the
+  constructors (``SB3_CONSTRUCTORS``).
+- Parameters are plain float32 ``nn.Parameter`` on the CPU; ``log_std`` has one per action dimension.
 
-The update also needs plain Adam over exactly the graph's parameters, no frozen parameter and no
-optimizer hook. Where the graph or the update is refused, the reason names the module or the
-setting, PPO says it once (``verbose >= 1``) and runs the torch path, which is the reference.
+The update also needs plain Adam over exactly the graph's parameters, each used once (no tied
+weights), all at the same Adam step, no frozen parameter and no optimizer or gradient hook.
+Where the graph or the update is refused, the reason names the module or the setting, PPO says
+it once (``verbose >= 1``) and runs the torch path, which is the reference.
 
 :meth:`PolicyGraph.current` tells a sampler, in a few microseconds, whether the graph still
-describes the policy: the same parameter objects at the same addresses, the same activation
-parameters, no new hooks. A parameter replaced (``load_state_dict(assign=True)``, ``p.data = ...``,
-``policy.to(torch.float64)``) or a hook added during a rollout makes the sampler describe the
-policy again, and step aside when it no longer qualifies.
+describes the policy (:class:`Watch`): the same modules, parameter objects at the same addresses,
+the same activation parameters and action bounds, no new hooks. A parameter replaced
+(``load_state_dict(assign=True)``, ``p.data = ...``, ``policy.to(torch.float64)``) or a hook added
+during a rollout makes the sampler describe the policy again, and step aside when it no longer
+qualifies.
 
 Export does not use the graph: it traces the policy's own ``predict`` path (:mod:`roboppo.export`);
 :func:`export_refusal` says what it cannot follow.
@@ -130,7 +134,7 @@ def sampler_choice(policy: nn.Module) -> Choice:
     tanh_reason = pre_tanh_refusal(policy)
     if tanh_reason is not None:
         return Choice("sb3", reason=tanh_reason)
-    graph = describe(policy)
+    graph = _graph(policy)  # type: ignore[arg-type]
     if isinstance(graph, str):
         return Choice("torch", reason=graph)
     return Choice("numpy", graph)
@@ -147,7 +151,7 @@ def update_choice(policy: nn.Module, backend: str = "auto") -> Choice:
         return Choice("sb3", reason=tanh_reason)
     if backend == "torch":
         return Choice("torch", reason="train_backend='torch'")
-    graph = describe(policy)
+    graph = _graph(policy)  # type: ignore[arg-type]
     reason = graph if isinstance(graph, str) else _update_refusal(graph)
     if reason is None:
         assert isinstance(graph, PolicyGraph)
@@ -175,12 +179,17 @@ def pre_tanh_refusal(policy: nn.Module) -> str | None:
 
 def describe(policy: nn.Module) -> PolicyGraph | str:
     """The :class:`PolicyGraph` of ``policy``, or the reason the fast paths cannot compute it."""
-    reason = pre_tanh_refusal(policy) or _policy_refusal(policy)  # type: ignore[arg-type]
+    reason = pre_tanh_refusal(policy)
+    return reason if reason is not None else _graph(policy)  # type: ignore[arg-type]
+
+
+def _graph(policy: TanhGaussianPolicy) -> PolicyGraph | str:
+    """:func:`describe` for a policy on the pre-tanh path (:func:`pre_tanh_refusal` said None)."""
+    reason = _policy_refusal(policy)
     if reason is None:
         reason = next((r for r in map(_module_refusal, policy.named_modules()) if r is not None), None)
     if reason is not None:
         return reason
-    assert isinstance(policy, TanhGaussianPolicy)
     pi_features, vf_features = _extractors(policy)
     mlp = policy.mlp_extractor
     for name, extractor in (("actor", pi_features), ("critic", vf_features)):
@@ -280,12 +289,11 @@ def _update_refusal(graph: PolicyGraph) -> str | None:
         return "JAX is not installed (pip install 'roboppo[brax]')"
     policy = graph.policy
     params = graph.parameters()
-    if {id(p) for p in params} != {id(p) for p in policy.parameters() if p.requires_grad} or not all(
-        p.requires_grad for p in params
-    ):
+    ids = {id(p) for p in params}
+    if ids != {id(p) for p in policy.parameters() if p.requires_grad} or not all(p.requires_grad for p in params):
         return "the policy has frozen parameters or trainable parameters outside its layers and log_std"
     storages = {p.untyped_storage().data_ptr() for p in params}
-    if len({id(p) for p in params}) < len(params) or len(storages) < len(params):
+    if len(ids) < len(params) or len(storages) < len(params):
         return "a parameter is used twice or shares its storage with another (tied weights)"
     if any(p._backward_hooks or getattr(p, "_post_accumulate_grad_hooks", None) for p in params):
         return "a parameter has a gradient hook (Tensor.register_hook)"
@@ -293,7 +301,7 @@ def _update_refusal(graph: PolicyGraph) -> str | None:
     if type(optimizer) is not th.optim.Adam or len(optimizer.param_groups) != 1:
         return f"the optimizer is {type(optimizer).__name__} with {len(optimizer.param_groups)} groups, not plain Adam"
     group = optimizer.param_groups[0]
-    if {id(p) for p in group["params"]} != {id(p) for p in params}:
+    if {id(p) for p in group["params"]} != ids:
         return "the optimizer does not hold the policy's current parameters (replaced after it was built?)"
     steps = {float(optimizer.state[p]["step"]) if "step" in optimizer.state.get(p, {}) else None for p in params}
     if len(steps) > 1:
