@@ -54,6 +54,20 @@ ROBO_ENVS: dict[str, dict[str, object]] = {
 }
 
 
+#: Gymnasium's MuJoCo v5 suite, batched: ``roboppo/<Name>-v5`` equals ``<Name>-v5``
+SUITE_NAMES = (
+    "Ant", "HalfCheetah", "Hopper", "Humanoid", "HumanoidStandup", "InvertedDoublePendulum",
+    "InvertedPendulum", "Pusher", "Reacher", "Swimmer", "Walker2d",
+)  # fmt: skip
+
+#: the ``Robo*-v0`` ids of MuJoCo tasks (float32 observations) and the suite id each computes like
+ROBO_SUITE_TWINS = {
+    "RoboInvertedPendulum-v0": "roboppo/InvertedPendulum-v5",
+    "RoboInvertedDoublePendulum-v0": "roboppo/InvertedDoublePendulum-v5",
+    "RoboHopper-v0": "roboppo/Hopper-v5",
+}
+
+
 BRAX_ENVS: dict[str, str] = {
     "RoboAnt-v0": "ant",
     "RoboHalfCheetah-v0": "halfcheetah",
@@ -74,7 +88,19 @@ BRAX_DIMS: dict[str, tuple[int, int]] = {
 
 
 def register_envs() -> None:
-    """Register every ``Robo*`` id with Gymnasium (idempotent)."""
+    """Register every ``Robo*`` and ``roboppo/*`` id with Gymnasium (idempotent)."""
+    for name in SUITE_NAMES:
+        env_id = f"roboppo/{name}-v5"
+        if env_id not in gym.registry:
+            twin = gym.spec(f"{name}-v5")
+            gym.register(
+                id=env_id,
+                entry_point="roboppo_envs.mujoco.single_env:MujocoSuiteEnv",
+                vector_entry_point="roboppo_envs.mujoco.vector_env:MujocoVectorEnv",
+                max_episode_steps=twin.max_episode_steps,
+                reward_threshold=twin.reward_threshold,
+                kwargs={"task": name},
+            )
     for env_id, spec in ROBO_ENVS.items():
         if env_id not in gym.registry:
             gym.register(id=env_id, max_episode_steps=1000, **spec)  # type: ignore[arg-type]
@@ -100,16 +126,38 @@ def has_vector_env(env_id: str) -> bool:
     return isinstance(entry_point, str) and entry_point.startswith("roboppo_envs.")
 
 
+def suite_ids() -> list[str]:
+    """``roboppo/<Name>-v5`` for each of Gymnasium's eleven MuJoCo v5 tasks, sorted."""
+    return sorted(f"roboppo/{name}-v5" for name in SUITE_NAMES)
+
+
+def gymnasium_twin(env_id: str) -> str | None:
+    """The Gymnasium id whose physics and rewards ``env_id`` has (``roboppo/Hopper-v5``: ``Hopper-v5``), else None."""
+    suite = ROBO_SUITE_TWINS.get(env_id, env_id)
+    return suite.removeprefix("roboppo/") if suite in suite_ids() else None
+
+
 def roboppo_ids() -> list[str]:
     """The ids this package registers (MuJoCo and Brax), sorted."""
-    return sorted([*ROBO_ENVS, *BRAX_ENVS])
+    return sorted([*suite_ids(), *ROBO_ENVS, *BRAX_ENVS])
 
 
 def registered_ids() -> list[str]:
-    """The ``Robo*`` ids currently registered with Gymnasium, sorted."""
-    return sorted(env_id for env_id in gym.registry if env_id.startswith("Robo"))
+    """The ``Robo*`` and ``roboppo/*`` ids currently registered with Gymnasium, sorted."""
+    return sorted(env_id for env_id in gym.registry if env_id.startswith(("Robo", "roboppo/")))
 
 
 register_envs()
 
-__all__ = ["BRAX_ENVS", "ROBO_ENVS", "has_vector_env", "is_brax_id", "register_envs", "registered_ids", "roboppo_ids"]
+__all__ = [
+    "BRAX_ENVS",
+    "ROBO_ENVS",
+    "SUITE_NAMES",
+    "gymnasium_twin",
+    "has_vector_env",
+    "is_brax_id",
+    "register_envs",
+    "registered_ids",
+    "roboppo_ids",
+    "suite_ids",
+]

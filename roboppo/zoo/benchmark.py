@@ -38,7 +38,7 @@ from roboppo.common.files import write_atomic
 from roboppo.common.hparams import load_ppo_hparams
 from roboppo.ppo import PPO
 from roboppo.zoo.baselines import RL_ZOO3_PPO, evaluate_stock_sb3, train_stock_sb3
-from roboppo.zoo.runs import check_log_folder, saved_steps
+from roboppo.zoo.runs import check_log_folder, file_name, saved_steps
 from roboppo.zoo.stats import iqm_intervals, performance_profile, time_to_target, timings
 from roboppo_envs.mujoco.vector_env import available_cpus
 
@@ -69,7 +69,7 @@ def run_roboppo(args: argparse.Namespace, env_id: str, seed: int) -> Row:
 
     hparams = getattr(args, "hparams", None)
     budget = args.n_timesteps or load_ppo_hparams(env_id, hparams).n_timesteps
-    log_folder = args.out / "runs" / env_id / f"seed{seed}"
+    log_folder = args.out / "runs" / file_name(env_id) / f"seed{seed}"
     mujoco_batch = roboppo_envs.has_vector_env(env_id) and not roboppo_envs.is_brax_id(env_id)
     train_args = argparse.Namespace(
         resume=None, env=env_id, seed=seed, n_timesteps=budget, n_envs=None, device="auto", p=None, hparams=hparams,
@@ -216,13 +216,15 @@ def benchmark(args: argparse.Namespace) -> int:
         if not args.no_sb3 and env_id in RL_ZOO3_PPO:
             for row in mine:
                 rows.append(_announce(run_sb3(args, env_id, row.seed, row.steps)))
-        runs = sorted((args.out / "runs" / env_id).glob("seed*/*"))
-        plot(argparse.Namespace(runs=runs, out=args.out / f"{env_id}.png"))
+        runs = sorted((args.out / "runs" / file_name(env_id)).glob("seed*/*"))
+        plot(argparse.Namespace(runs=runs, out=args.out / f"{file_name(env_id)}.png"))
         finals = {
             s: np.array([r.final_return for r in rows if r.env_id == env_id and r.system == s])
             for s in (ROBOPPO, STOCK)
         }
-        performance_profile({s: v for s, v in finals.items() if v.size}, env_id, args.out / f"{env_id}_profile.png")
+        performance_profile(
+            {s: v for s, v in finals.items() if v.size}, env_id, args.out / f"{file_name(env_id)}_profile.png"
+        )
     text = report(rows)
     command = " ".join(["roboppo-zoo", *sys.argv[1:]]) if pathlib.Path(sys.argv[0]).name == "roboppo-zoo" else None
     write_atomic(args.out / "benchmark.md", (f"`{command}`\n\n" if command else "") + text + "\n")

@@ -74,9 +74,14 @@ def check_log_folder(folder: pathlib.Path, flag: str = "--log-folder") -> None:
         )
 
 
+def file_name(env_id: str) -> str:
+    """``env_id`` as one file or folder name: a namespace's ``/`` becomes ``-`` (``roboppo-Hopper-v5``)."""
+    return env_id.replace("/", "-")
+
+
 def run_name(algo: str, env_id: str, seed: int) -> str:
     """The one naming scheme of run folders (quickstart, ``train``, ``gail``): ``<algo>_<env>_seed<seed>_<time>``."""
-    return f"{algo}_{env_id}_seed{seed}_{time.strftime('%Y%m%d-%H%M%S')}"
+    return f"{algo}_{file_name(env_id)}_seed{seed}_{time.strftime('%Y%m%d-%H%M%S')}"
 
 
 def new_run_dir(log_folder: pathlib.Path, name: str) -> pathlib.Path:

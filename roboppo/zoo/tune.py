@@ -30,7 +30,7 @@ from roboppo.common.env_util import check_env_id, make_env_from_id
 from roboppo.common.errors import UserInputError
 from roboppo.common.hparams import load_ppo_hparams
 from roboppo.ppo import PPO
-from roboppo.zoo.runs import check_log_folder, write_atomic
+from roboppo.zoo.runs import check_log_folder, file_name, write_atomic
 from roboppo.zoo.train import apply_threads
 
 NET_ARCHS = {"small": [64, 64], "medium": [128, 128], "large": [256, 256]}
@@ -263,7 +263,7 @@ def _write_best(study: Any, args: argparse.Namespace, shown_url: str) -> int:
         return 0
     best = study.best_trial
     settings, steps = fit_budget(sample_ppo(optuna.trial.FixedTrial(best.params)), args.n_timesteps)
-    out = args.out or args.log_folder / f"tune_{args.env}_best.yml"
+    out = args.out or args.log_folder / f"tune_{file_name(args.env)}_best.yml"
     tuned = load_ppo_hparams(args.env, overrides={k: v for k, v in settings.items() if k != "n_envs"})
     entry = {**tuned.values, "n_timesteps": tuned.n_timesteps, "n_envs": settings["n_envs"]}
     comment = (

@@ -19,14 +19,16 @@ import roboppo_envs
 from roboppo.common.env_util import make_env_from_id
 from roboppo.common.files import atomic_target
 from roboppo.ppo import PPO
-from roboppo.zoo.runs import CHECKPOINTS, RunFolderError, model_file, read_config
+from roboppo.zoo.runs import CHECKPOINTS, RunFolderError, file_name, model_file, read_config
 
 
 def find_run(args: argparse.Namespace) -> pathlib.Path:
     """``--run``, or (rl-zoo3's way) the ``--exp-id``-th run of ``--env`` in ``--folder`` (0: the latest)."""
     if args.run is not None:
         return pathlib.Path(args.run)
-    found = (p for p in pathlib.Path(args.folder).glob(f"*_{args.env}_seed*") if (p / "config.yml").is_file())
+    found = (
+        p for p in pathlib.Path(args.folder).glob(f"*_{file_name(args.env)}_seed*") if (p / "config.yml").is_file()
+    )
     runs = sorted(found, key=lambda p: p.stat().st_mtime)
     if not runs:
         raise RunFolderError(f"{args.folder} holds no run of {args.env}; train one with roboppo-zoo train --env ...")

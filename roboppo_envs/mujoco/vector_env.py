@@ -31,8 +31,10 @@ from gymnasium.utils.seeding import np_random
 from gymnasium.vector import AutoresetMode, VectorEnv
 
 from roboppo_envs.mujoco.envs import RoboHopperEnv, RoboInvertedDoublePendulumEnv, RoboInvertedPendulumEnv
+from roboppo_envs.mujoco.suite import SUITE
 from roboppo_envs.mujoco.tasks import (
     HopperTask,
+    Info,
     InvertedDoublePendulumTask,
     InvertedPendulumTask,
     MujocoTask,
@@ -88,9 +90,12 @@ def resolve_num_threads(num_threads: int | None, num_envs: int) -> int:
 class MujocoVectorEnv(VectorEnv):
     """``num_envs`` copies of a Gymnasium v5 MuJoCo env stepped as one batch.
 
-    Subclasses name the single env (``env_class``) and its batched task (``task_class``).
+    ``task`` names the Gymnasium env (``"Hopper"`` for ``Hopper-v5``, a key of
+    :data:`~roboppo_envs.mujoco.suite.SUITE`); the ``Robo*VectorEnv`` subclasses name theirs as
+    class attributes instead (``env_class``, ``task_class``).
 
     :param num_envs: number of copies.
+    :param task: the Gymnasium v5 env these copies are (observations of its dtype, float64).
     :param num_threads: threads stepping the copies, the calling one included (default: one per
         available core, at most ``num_envs``; more than the machine has is capped with a warning).
     :param max_episode_steps: steps after which an episode is truncated (None: never).
@@ -105,6 +110,7 @@ class MujocoVectorEnv(VectorEnv):
     def __init__(
         self,
         num_envs: int,
+        task: str | None = None,
         num_threads: int | None = None,
         max_episode_steps: int | None = 1000,
         render_mode: str | None = None,
@@ -112,24 +118,29 @@ class MujocoVectorEnv(VectorEnv):
     ) -> None:
         if num_envs < 1:
             raise ValueError(f"num_envs must be at least 1, got {num_envs}.")
-        self.template = self.env_class(render_mode=render_mode, **env_kwargs)
+        env_class, task_class = self._classes(task)
+        self.template = env_class(render_mode=render_mode, **env_kwargs)
         self.model: mujoco.MjModel = self.template.model
         self.frame_skip: int = self.template.frame_skip
-        self.task = self.task_class(self.template)
-        self.name = type(self).__name__
+        self.task = task_class(self.template)
+        self.name = type(self).__name__ if task is None else f"roboppo/{task}-v5"
         self.num_envs, self.max_episode_steps, self.render_mode = num_envs, max_episode_steps, render_mode
         self.num_threads = resolve_num_threads(num_threads, num_envs)
         self.single_observation_space = self.template.observation_space
         self.single_action_space = self.template.action_space
         self.observation_space = gym.vector.utils.batch_space(self.single_observation_space, num_envs)
         self.action_space = gym.vector.utils.batch_space(self.single_action_space, num_envs)
+        self._obs_dtype = self.single_observation_space.dtype
         self._batch = batch_class()(self.model, nsim=num_envs, nthread=self.num_threads, persistent=True)
         # every copy runs on this env's own model (the batch would otherwise simulate a copy of it), so an
         # edit to ``envs.model`` (a mass, a friction: domain randomization) reaches the physics at the next step
         self._batch.set_models(self.model)
         self._ctrl, self._qpos, self._qvel = (self._batch.bind(name) for name in ("ctrl", "qpos", "qvel"))
         # live views: state rows (qpos, qvel) and outputs refreshed by every call (site_xpos, ...)
-        self._state: State = {name: self._batch.bind(name) for name in self.task.fields}
+        self._state: State = {name: self._batch.bind(name) for name in self.task.fields if name != "cfrc_ext"}
+        self._contact = ContactForces(self._batch, self.model) if "cfrc_ext" in self.task.fields else None
+        if self._contact is not None:
+            self._state["cfrc_ext"] = self._contact.cfrc_ext
         self._batch.reset()  # every row now holds mj_resetData's state: a new episode starts from a copy of it
         # mj_forward after a reset only computes what the task reads: positions, forces (mj_step recomputes
         # it all from the state before it integrates); a task that reads the state alone skips it
@@ -139,6 +150,17 @@ class MujocoVectorEnv(VectorEnv):
         self._rngs = [np_random()[0] for _ in range(num_envs)]
         self._steps = np.zeros(num_envs, dtype=np.int64)
         self._needs_reset = True
+        self.closed = False
+
+    @classmethod
+    def _classes(cls, task: str | None) -> tuple[type[Any], type[MujocoTask]]:
+        if task is None:
+            if not hasattr(cls, "task_class"):
+                raise TypeError(f"{cls.__name__} needs task=, one of {sorted(SUITE)}.")
+            return cls.env_class, cls.task_class
+        if task not in SUITE:
+            raise ValueError(f"unknown MuJoCo task {task!r}; the v5 suite has {', '.join(sorted(SUITE))}.")
+        return SUITE[task]
 
     # -- Gymnasium VectorEnv API ----------------------------------------------------------------
 
@@ -154,16 +176,41 @@ class MujocoVectorEnv(VectorEnv):
         if len(seeds) != self.num_envs:
             raise ValueError(f"{self.name}: reset(seed=list) needs {self.num_envs} seeds, got {len(seeds)}.")
         self._rngs = [rng if s is None else np_random(s)[0] for rng, s in zip(self._rngs, seeds, strict=True)]
-        obs = self._reset_copies(np.arange(self.num_envs))
+        obs, reset_info = self._reset_copies(np.arange(self.num_envs))
         self._steps[:] = 0
         self._needs_reset = False
-        return obs, {}
+        return obs.astype(self._obs_dtype), with_masks(reset_info, self.num_envs)
 
     def step(self, actions: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
-        """Step every copy with actions ``[num_envs, action_dim]``; finished copies reset in the same call."""
-        obs, reward, terminated, truncated, final_obs = self._advance(self._checked_actions(np.asarray(actions)))
+        """Step every copy with actions ``[num_envs, action_dim]``; finished copies reset in the same call.
+
+        ``info`` is laid out as Gymnasium's ``SyncVectorEnv`` lays out its copies' infos: each term
+        with a ``_term`` mask; for a copy that finished, the terms of its new episode's reset, and the
+        finished episode's last observation and terms in ``final_obs`` and ``final_info`` (rows where
+        ``_final_obs`` / ``_final_info`` are True; ``final_obs`` is one array, not an array of objects).
+        """
+        actions = self._checked_actions(np.asarray(actions))
+        obs64, reward, terminated, terms = self._simulate(actions)
+        self._steps += 1
+        limit = self.max_episode_steps
+        truncated = self._steps >= limit if limit is not None else np.zeros(self.num_envs, dtype=bool)
         done = terminated | truncated
-        info: dict[str, Any] = {"final_obs": final_obs, "_final_obs": done} if done.any() else {}
+        final_obs = obs64.astype(self._obs_dtype)
+        info = with_masks(terms, self.num_envs)
+        if not done.any():
+            return final_obs, reward, terminated, truncated, info
+        finished = np.flatnonzero(done)
+        obs = final_obs.copy()
+        obs[finished], reset_info = self._reset_copies(finished)
+        self._steps[finished] = 0
+        final_info = {key: np.where(expand(done, value), value, 0).astype(value.dtype) for key, value in terms.items()}
+        info = with_reset_terms(info, reset_info, finished)
+        info |= {
+            "final_obs": final_obs,
+            "_final_obs": done,
+            "final_info": with_masks(final_info, done),
+            "_final_info": done,
+        }
         return obs, reward, terminated, truncated, info
 
     def render(self) -> np.ndarray | None:  # type: ignore[override]
@@ -179,48 +226,45 @@ class MujocoVectorEnv(VectorEnv):
     def close(self, **kwargs: Any) -> None:
         """Release the batch (its threads and every copy's ``MjData``) and the template env."""
         if hasattr(self, "_batch"):
-            del self._batch, self._state, self._ctrl, self._qpos, self._qvel
+            del self._batch, self._state, self._ctrl, self._qpos, self._qvel, self._contact
         self.template.close()
+        self.closed = True
 
     # -- stepping -------------------------------------------------------------------------------
 
-    def _advance(self, actions: np.ndarray) -> tuple[np.ndarray, ...]:
+    def _simulate(self, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, Info]:
+        """Step every copy (no truncation, no reset): float64 observations, rewards, terminations, info terms."""
         if self._needs_reset:
             raise RuntimeError(f"{self.name}: call reset() before step().")
         before = {name: self._state[name].copy() for name in self.task.before_fields}
         self._ctrl[:] = actions
         self._batch.step(nstep=self.frame_skip)  # mj_step frame_skip times per copy, as MujocoEnv.do_simulation
+        if self._contact is not None:
+            self._contact.update()
         self._render_stale = False
         obs64 = self.task.observe(self._state)
-        reward, terminated = self.task.reward_and_termination(before, self._state, actions, obs64)
+        reward, terminated, terms = self.task.step(before, self._state, actions, obs64)
         self._check_finite(obs64, reward)
-        self._steps += 1
-        limit = self.max_episode_steps
-        truncated = self._steps >= limit if limit is not None else np.zeros(self.num_envs, dtype=bool)
-        final_obs = obs64.astype(np.float32)
-        obs = final_obs.copy()
-        finished = np.flatnonzero(terminated | truncated)
-        if finished.size:
-            obs[finished] = self._reset_copies(finished)
-            self._steps[finished] = 0
-        return obs, reward, terminated, truncated, final_obs
+        return obs64, reward, terminated, terms
 
-    def _reset_copies(self, copies: np.ndarray) -> np.ndarray:
-        """Reset ``copies`` as ``MujocoEnv.reset`` does each; return their first observations (float32).
+    def _reset_copies(self, copies: np.ndarray) -> tuple[np.ndarray, Info]:
+        """Reset ``copies`` as ``MujocoEnv.reset`` does each; return their first observations (float64) and reset info.
 
-        ``mj_resetData`` (its state row, which is all a step reads: ``mjSTATE_INTEGRATION``), the new
-        ``qpos, qvel`` from each copy's generator, then ``mj_forward`` where the task reads more than
-        ``qpos, qvel``.
+        ``mj_resetData`` (its state row, which is all a step reads: ``mjSTATE_INTEGRATION``; and zero
+        contact forces), the new ``qpos, qvel`` from each copy's generator, then ``mj_forward`` where
+        the task reads more than ``qpos, qvel``.
         """
         self._batch.state[copies] = self._reset_row
         for index in copies:
             self._qpos[index], self._qvel[index] = self.task.initial_state(self._rngs[index])
+        if self._contact is not None:
+            self._contact.cfrc_ext[copies] = 0.0
         if self._forward_on_reset:
             self._batch.forward(copies)
         else:
             self._render_stale = self._render_stale or bool(copies[0] == 0)
         rows = {name: array[copies] for name, array in self._state.items()}
-        return self.task.observe(rows).astype(np.float32)
+        return self.task.observe(rows), self.task.reset_info(rows)
 
     # -- checks ---------------------------------------------------------------------------------
 
@@ -244,6 +288,54 @@ class MujocoVectorEnv(VectorEnv):
                 f"{self.name}: the simulation returned NaN or inf in copies {rows} "
                 f"(episode steps {self._steps[rows].tolist()}); the physics diverged."
             )
+
+
+class ContactForces:
+    """``cfrc_ext`` of every copy after a step: ``mj_rnePostConstraint``, as ``MujocoEnv`` runs after ``mj_step``.
+
+    A batch step stops at ``mj_step``; this loads each copy's ``MjData`` (a persistent batch keeps
+    them) into one scratch ``MjData`` and runs the function on it, about 8 us per copy.
+    """
+
+    def __init__(self, batch: Any, model: mujoco.MjModel) -> None:
+        self.batch, self.model = batch, model
+        self.scratch = mujoco.MjData(model)
+        self.cfrc_ext = np.zeros((batch.nsim, model.nbody, 6))
+
+    def update(self) -> None:
+        for index in range(self.batch.nsim):
+            self.batch.get_data(index, self.scratch)
+            mujoco.mj_rnePostConstraint(self.model, self.scratch)
+            self.cfrc_ext[index] = self.scratch.cfrc_ext
+
+
+def expand(mask: np.ndarray, value: np.ndarray) -> np.ndarray:
+    """``mask`` ``[N]`` shaped to broadcast against ``value`` ``[N, ...]``."""
+    return mask.reshape(-1, *([1] * (value.ndim - 1)))
+
+
+def with_masks(terms: Info, present: np.ndarray | int) -> dict[str, Any]:
+    """``terms`` with a ``_term`` mask each (``present``: a mask, or a count of copies that all have it)."""
+    out: dict[str, Any] = {}
+    for key, value in terms.items():
+        out[key] = value
+        out[f"_{key}"] = np.ones(present, dtype=bool) if isinstance(present, int) else present.copy()
+    return out
+
+
+def with_reset_terms(info: dict[str, Any], reset_info: Info, finished: np.ndarray) -> dict[str, Any]:
+    """The step's info with the ``finished`` copies' terms replaced by their reset's (absent terms masked out,
+    and left out where no copy has them)."""
+    for key in [key for key in info if not key.startswith("_")]:
+        value = info[key] = info[key].copy()
+        if key in reset_info:
+            value[finished] = reset_info[key]
+        else:
+            value[finished] = 0
+            info[f"_{key}"][finished] = False
+            if not info[f"_{key}"].any():  # no copy has this term now
+                del info[key], info[f"_{key}"]
+    return info
 
 
 class RoboInvertedPendulumVectorEnv(MujocoVectorEnv):

@@ -1,0 +1,150 @@
+"""The eleven ``roboppo/<Name>-v5`` envs against Gymnasium's ``<Name>-v5``, under their constructor keywords.
+
+Each batch is stepped beside Gymnasium's own ``SyncVectorEnv`` (same-step autoreset) with the same
+seeds and actions; observations, rewards, terminations, truncations, info terms with their masks,
+``final_obs`` and ``final_info`` must be equal, bit for bit. The single envs pass Gymnasium's
+``check_environments_match``.
+"""
+
+from __future__ import annotations
+
+import pathlib
+from typing import Any
+
+import gymnasium as gym
+import gymnasium.envs.mujoco
+import numpy as np
+import pytest
+from gymnasium.utils.env_match import check_environments_match
+from gymnasium.vector import AutoresetMode
+
+import roboppo_envs
+
+ASSETS = pathlib.Path(gymnasium.envs.mujoco.__file__).parent / "assets"
+
+# every constructor keyword of each v5 env, at values that change what it computes (narrow health
+# ranges end episodes early; cost weights, frame skips, observation switches, another model file)
+KWARGS: dict[str, list[dict[str, Any]]] = {
+    "Ant": [
+        {},
+        {"healthy_z_range": (0.45, 0.8), "contact_force_range": (-0.3, 0.5), "contact_cost_weight": 0.02,
+         "ctrl_cost_weight": 0.1, "healthy_reward": 0.5, "forward_reward_weight": 2.0, "main_body": "torso"},
+        {"include_cfrc_ext_in_observation": False, "exclude_current_positions_from_observation": False,
+         "terminate_when_unhealthy": False, "frame_skip": 3, "reset_noise_scale": 0.3, "main_body": 2},
+    ],
+    "HalfCheetah": [
+        {},
+        {"forward_reward_weight": 0.5, "ctrl_cost_weight": 0.3, "reset_noise_scale": 0.4, "frame_skip": 2,
+         "exclude_current_positions_from_observation": False},
+    ],
+    "Hopper": [
+        {},
+        {"healthy_z_range": (1.22, 1.28), "healthy_angle_range": (-0.08, 0.07), "healthy_state_range": (-3.0, 3.5)},
+        {"healthy_state_range": (-0.02, 100.0), "healthy_angle_range": (-1.0, 1.0)},
+        {"terminate_when_unhealthy": False, "healthy_reward": 0.5, "exclude_current_positions_from_observation": False,
+         "forward_reward_weight": 2.0, "ctrl_cost_weight": 0.01, "frame_skip": 2, "reset_noise_scale": 0.05},
+        {"xml_file": str(ASSETS / "hopper.xml")},
+    ],
+    "Humanoid": [
+        {},
+        {"healthy_z_range": (1.2, 1.6), "contact_cost_weight": 1e-4, "contact_cost_range": (-1.0, 0.02),
+         "ctrl_cost_weight": 0.3, "healthy_reward": 2.0, "forward_reward_weight": 3.0, "reset_noise_scale": 0.1},
+        {"include_cinert_in_observation": False, "include_cvel_in_observation": False,
+         "include_qfrc_actuator_in_observation": False, "exclude_current_positions_from_observation": False,
+         "terminate_when_unhealthy": False, "frame_skip": 3},
+        {"include_cfrc_ext_in_observation": False, "include_cinert_in_observation": True},
+    ],
+    "HumanoidStandup": [
+        {},
+        {"uph_cost_weight": 2.0, "ctrl_cost_weight": 0.3, "impact_cost_weight": 1e-4, "impact_cost_range": (-1.0, 0.05),
+         "reset_noise_scale": 0.1, "include_cvel_in_observation": False, "exclude_current_positions_from_observation": False},
+    ],
+    "InvertedDoublePendulum": [{}, {"healthy_reward": 3.0, "reset_noise_scale": 0.3, "frame_skip": 2}],
+    "InvertedPendulum": [{}, {"reset_noise_scale": 0.2, "frame_skip": 3}],
+    "Pusher": [{}, {"reward_near_weight": 1.0, "reward_dist_weight": 0.5, "reward_control_weight": 0.3, "frame_skip": 3}],
+    "Reacher": [{}, {"reward_dist_weight": 2.0, "reward_control_weight": 0.3, "frame_skip": 3}],
+    "Swimmer": [
+        {},
+        {"forward_reward_weight": 2.0, "ctrl_cost_weight": 0.1, "reset_noise_scale": 0.5, "frame_skip": 2,
+         "exclude_current_positions_from_observation": False},
+    ],
+    "Walker2d": [
+        {},
+        {"healthy_z_range": (1.1, 1.4), "healthy_angle_range": (-0.1, 0.1), "healthy_reward": 2.0,
+         "forward_reward_weight": 0.5, "ctrl_cost_weight": 0.1, "reset_noise_scale": 0.05},
+        {"terminate_when_unhealthy": False, "exclude_current_positions_from_observation": False, "frame_skip": 2,
+         "xml_file": str(ASSETS / "walker2d.xml")},
+    ],
+}  # fmt: skip
+
+CASES = [(name, kwargs) for name, variants in KWARGS.items() for kwargs in variants]
+
+
+def test_every_task_of_the_suite_is_registered_and_covered() -> None:
+    assert set(KWARGS) == set(roboppo_envs.SUITE_NAMES)
+    assert len(roboppo_envs.SUITE_NAMES) == 11
+    for name in roboppo_envs.SUITE_NAMES:
+        ours, theirs = gym.spec(f"roboppo/{name}-v5"), gym.spec(f"{name}-v5")
+        assert (ours.max_episode_steps, ours.reward_threshold) == (theirs.max_episode_steps, theirs.reward_threshold)
+        assert roboppo_envs.gymnasium_twin(f"roboppo/{name}-v5") == f"{name}-v5"
+    assert roboppo_envs.gymnasium_twin("RoboHopper-v0") == "Hopper-v5"
+    assert roboppo_envs.gymnasium_twin("RoboAnt-v0") is None
+
+
+@pytest.mark.parametrize(("name", "kwargs"), CASES, ids=[f"{n}-{i}" for n, v in KWARGS.items() for i in range(len(v))])
+def test_batch_equals_gymnasium_sync_vector_env(name: str, kwargs: dict[str, Any]) -> None:
+    resets = compare_with_gymnasium(name, kwargs)
+    terminates = gym.make(f"{name}-v5", **kwargs).unwrapped
+    if getattr(terminates, "_terminate_when_unhealthy", False) and "healthy_z_range" in kwargs:
+        assert resets > 3  # the narrow ranges ended episodes, so the autoreset was compared too
+
+
+@pytest.mark.parametrize("name", sorted(KWARGS))
+def test_single_env_passes_gymnasiums_check_environments_match(name: str) -> None:
+    check_environments_match(gym.make(f"{name}-v5"), gym.make(f"roboppo/{name}-v5"), num_steps=300, seed=17)
+
+
+def test_batched_env_returns_gymnasiums_types() -> None:
+    envs = gym.make_vec("roboppo/Hopper-v5", num_envs=2)
+    obs, _ = envs.reset(seed=0)
+    assert obs.dtype == np.float64 and envs.single_observation_space == gym.make("Hopper-v5").observation_space
+    single = gym.make("roboppo/InvertedPendulum-v5")
+    single.reset(seed=0)
+    _, reward, *_ = single.step(single.action_space.sample())
+    assert type(reward) is int  # as InvertedPendulum-v5's
+
+
+def compare_with_gymnasium(name: str, kwargs: dict[str, Any], steps: int = 250, max_steps: int = 70) -> int:
+    """Step 3 batched copies and Gymnasium's SyncVectorEnv alike; assert equality; return how many episodes ended."""
+    ours = gym.make_vec(f"roboppo/{name}-v5", num_envs=3, num_threads=2, max_episode_steps=max_steps, **kwargs)
+    theirs = gym.make_vec(
+        f"{name}-v5", num_envs=3, vectorization_mode="sync", max_episode_steps=max_steps,
+        vector_kwargs={"autoreset_mode": AutoresetMode.SAME_STEP}, **kwargs,
+    )  # fmt: skip
+    (obs, info), (their_obs, their_info) = ours.reset(seed=5), theirs.reset(seed=5)
+    np.testing.assert_array_equal(obs, their_obs)
+    assert_infos_equal(info, their_info)
+    rng, space, ends = np.random.default_rng(3), ours.action_space, 0
+    for step in range(steps):
+        actions = rng.uniform(space.low, space.high).astype(np.float32)
+        mine, their = ours.step(actions), theirs.step(actions)
+        for part, a, b in zip(("obs", "reward", "terminated", "truncated"), mine[:4], their[:4], strict=True):
+            np.testing.assert_array_equal(a, b, err_msg=f"{name} {part} at step {step}")
+        assert_infos_equal(mine[4], their[4], f"{name} info at step {step}")
+        ends += int((mine[2] | mine[3]).sum())
+    return ends
+
+
+def assert_infos_equal(ours: dict[str, Any], theirs: dict[str, Any], where: str = "reset") -> None:
+    """The same terms and masks; equal values wherever the mask is set (``final_obs`` is an array of objects in theirs)."""
+    assert ours.keys() == theirs.keys(), where
+    for key in (key for key in theirs if not key.startswith("_")):
+        mask = theirs[f"_{key}"]
+        np.testing.assert_array_equal(ours[f"_{key}"], mask, err_msg=f"{where}: mask of {key}")
+        if key == "final_info":
+            assert_infos_equal(ours[key], theirs[key], f"{where} (final_info)")
+        elif key == "final_obs":
+            np.testing.assert_array_equal(ours[key][mask], np.stack(theirs[key][mask]), err_msg=f"{where}: final_obs")
+        else:
+            assert ours[key].dtype == theirs[key].dtype, f"{where}: dtype of {key}"
+            np.testing.assert_array_equal(ours[key][mask], theirs[key][mask], err_msg=f"{where}: {key}")
