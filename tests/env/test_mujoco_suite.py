@@ -56,12 +56,16 @@ KWARGS: dict[str, list[dict[str, Any]]] = {
     ],
     "HumanoidStandup": [
         {},
-        {"uph_cost_weight": 2.0, "ctrl_cost_weight": 0.3, "impact_cost_weight": 1e-4, "impact_cost_range": (-1.0, 0.05),
-         "reset_noise_scale": 0.1, "include_cvel_in_observation": False, "exclude_current_positions_from_observation": False},
+        {"uph_cost_weight": 2.0, "ctrl_cost_weight": 0.3, "impact_cost_weight": 1e-4, "reset_noise_scale": 0.1,
+         "impact_cost_range": (-1.0, 0.05), "include_cvel_in_observation": False,
+         "exclude_current_positions_from_observation": False},
     ],
     "InvertedDoublePendulum": [{}, {"healthy_reward": 3.0, "reset_noise_scale": 0.3, "frame_skip": 2}],
     "InvertedPendulum": [{}, {"reset_noise_scale": 0.2, "frame_skip": 3}],
-    "Pusher": [{}, {"reward_near_weight": 1.0, "reward_dist_weight": 0.5, "reward_control_weight": 0.3, "frame_skip": 3}],
+    "Pusher": [
+        {},
+        {"reward_near_weight": 1.0, "reward_dist_weight": 0.5, "reward_control_weight": 0.3, "frame_skip": 3},
+    ],
     "Reacher": [{}, {"reward_dist_weight": 2.0, "reward_control_weight": 0.3, "frame_skip": 3}],
     "Swimmer": [
         {},
@@ -136,7 +140,9 @@ def compare_with_gymnasium(name: str, kwargs: dict[str, Any], steps: int = 250, 
 
 
 def assert_infos_equal(ours: dict[str, Any], theirs: dict[str, Any], where: str = "reset") -> None:
-    """The same terms and masks; equal values wherever the mask is set (``final_obs`` is an array of objects in theirs)."""
+    """The same terms and masks; equal values wherever the mask is set.
+
+    ``final_obs`` is one array here, an array of objects in Gymnasium's."""
     assert ours.keys() == theirs.keys(), where
     for key in (key for key in theirs if not key.startswith("_")):
         mask = theirs[f"_{key}"]
