@@ -35,7 +35,7 @@ def row_norms(vectors: np.ndarray) -> np.ndarray:
 
 
 def powers_of_two(values: np.ndarray) -> np.ndarray:
-    """``v ** 2`` of each entry as for a NumPy scalar: libm's ``pow``, which can differ from ``v * v`` in the last bit."""
+    """``v ** 2`` of each entry as for a NumPy scalar: libm's ``pow`` (it may differ from ``v * v`` in the last bit)."""
     return np.array([value**2 for value in values.tolist()], dtype=np.float64)
 
 
@@ -366,9 +366,7 @@ class HumanoidBodyTask(FreeBodyTask):
         return {"tendon_length": state["ten_length"].copy(), "tendon_velocity": state["ten_velocity"].copy()}
 
     def quadratic_costs(self, state: State, weight: float, cost_range: tuple[float, float]) -> tuple[np.ndarray, ...]:
-        """The control cost (of ``data.ctrl``) and the contact cost ``weight * sum(cfrc_ext**2)``, clipped to ``cost_range``.
-
-        Both in Gymnasium's order of operations."""
+        """The control cost (of ``data.ctrl``) and the contact cost ``weight * sum(cfrc_ext**2)`` within ``cost_range``."""
         contact = np.clip(weight * squared_sums(state["cfrc_ext"]), *cost_range)
         return self.ctrl_weight * squared_sums(state["ctrl"]), contact
 
