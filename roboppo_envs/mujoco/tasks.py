@@ -366,7 +366,7 @@ class HumanoidBodyTask(FreeBodyTask):
         return {"tendon_length": state["ten_length"].copy(), "tendon_velocity": state["ten_velocity"].copy()}
 
     def quadratic_costs(self, state: State, weight: float, cost_range: tuple[float, float]) -> tuple[np.ndarray, ...]:
-        """The control cost (of ``data.ctrl``) and the contact cost ``weight * sum(cfrc_ext**2)`` within ``cost_range``."""
+        """The control cost (of ``data.ctrl``) and the contact cost ``weight * sum(cfrc_ext**2)`` in ``cost_range``."""
         contact = np.clip(weight * squared_sums(state["cfrc_ext"]), *cost_range)
         return self.ctrl_weight * squared_sums(state["ctrl"]), contact
 
