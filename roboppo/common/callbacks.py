@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import pathlib
 import zipfile
 from typing import Any
@@ -20,10 +21,18 @@ class EvaluationHistoryError(UserInputError, ValueError):
 class EvalCallback(SB3EvalCallback):
     """SB3's ``EvalCallback``, same arguments and behaviour, except that ``evaluations.npz`` is
     written through :func:`~roboppo.common.files.atomic_target` (a kill mid-write leaves the
-    previous file intact) and an earlier history can be continued (:meth:`continue_history`).
+    previous file intact), an earlier history can be continued (:meth:`continue_history`), and
+    roboppo's PPO is evaluated (and its best model saved) as the pair of weights and observation
+    statistics that was trained (:meth:`roboppo.ppo.PPO.trained_pair`), the pair a saved model holds.
     """
 
     def _on_step(self) -> bool:
+        evaluating = self.eval_freq > 0 and self.n_calls % self.eval_freq == 0
+        trained_pair = getattr(self.model, "trained_pair", None)
+        with trained_pair() if evaluating and trained_pair is not None else contextlib.nullcontext():
+            return self._evaluate()
+
+    def _evaluate(self) -> bool:
         if self.log_path is None:
             return super()._on_step()
         final_path = self.log_path

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import io
 import json
 import pathlib
 import zipfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any, ClassVar, TypeVar
 
 import numpy as np
@@ -60,7 +61,13 @@ class PPO(SB3PPO):
     - Rollouts store pre-tanh actions and their exact log-probabilities; the update runs every
       epoch and minibatch of a rollout in one compiled JAX call on the CPU (``train_backend``).
     - Observation statistics are updated once per rollout, *after* the gradient steps on that
-      rollout, so the first minibatch's probability ratio is exactly 1.
+      rollout, so the first minibatch's probability ratio is exactly 1. The next rollout samples
+      with them; the model at rest (after ``learn``, in every saved file and in the zoo's
+      evaluations) pairs the weights with the statistics their last gradient steps used
+      (:meth:`trained_pair`).
+    - A model built from a zoo entry runs the entry's schedules (a decaying learning rate or clip
+      range) over the entry's budget, whatever ``learn`` is given: past the budget they hold their
+      final values, so a longer run does not stretch them.
     - Training stops with an error naming the env and step if it returns NaN or inf.
     - ``set_env`` accepts an env with another number of copies; ``save`` never leaves a
       half-written file; extra TensorBoard scalars ``obs_norm/*``.
@@ -174,9 +181,62 @@ class PPO(SB3PPO):
             )
             callback = with_notice(callback, BudgetNotice(plan))
             progress_bar = True if progress_bar is None else progress_bar
-        return super().learn(
-            total_timesteps, callback, log_interval, tb_log_name, reset_num_timesteps, bool(progress_bar)
-        )
+        try:
+            return super().learn(
+                total_timesteps, callback, log_interval, tb_log_name, reset_num_timesteps, bool(progress_bar)
+            )
+        finally:
+            self._rest()
+
+    def _update_current_progress_remaining(self, num_timesteps: int, total_timesteps: int) -> None:
+        """SB3's progress, measured over the zoo entry's budget when the model has one (then never below 0)."""
+        budget = getattr(self, "default_total_timesteps", None)
+        if budget is None:
+            super()._update_current_progress_remaining(num_timesteps, total_timesteps)
+        else:
+            self._current_progress_remaining = max(0.0, 1.0 - float(num_timesteps) / float(budget))
+
+    # -- observation statistics: the trained pair and the sampling pair -------------------------
+
+    @contextlib.contextmanager
+    def trained_pair(self) -> Iterator[None]:
+        """Within it, the policy holds the observation statistics its weights were last trained with.
+
+        Between the gradient steps on one rollout and the next rollout, PPO folds that rollout's
+        observations into the statistics, so a model that is sampling holds newer statistics than
+        its weights have seen. ``save``, the end of ``learn`` and the zoo's evaluations use this pair.
+        """
+        sampling = getattr(self, "_trained_statistics", None) is not None
+        self._rest()
+        try:
+            yield
+        finally:
+            if sampling:
+                self._resume_sampling()
+
+    def _normalizer_states(self) -> list[dict[str, th.Tensor]]:
+        normalizers = self.policy.observation_normalizers() if isinstance(self.policy, TanhGaussianPolicy) else []
+        return [{key: value.clone() for key, value in n.state_dict().items()} for n in normalizers]
+
+    def _load_normalizer_states(self, states: list[dict[str, th.Tensor]]) -> None:
+        for normalizer, state in zip(self.policy.observation_normalizers(), states, strict=True):  # type: ignore[operator]
+            normalizer.load_state_dict(state)  # copies into the same buffers: the sampler's views stay valid
+
+    def _rest(self) -> None:
+        """Hold the trained statistics; keep the newer ones for the next rollout."""
+        trained = getattr(self, "_trained_statistics", None)
+        if trained is not None:
+            self._next_statistics = self._normalizer_states()
+            self._load_normalizer_states(trained)
+            self._trained_statistics = None
+
+    def _resume_sampling(self) -> None:
+        """Sample with the newest statistics (those :meth:`_rest` kept), remembering the trained ones."""
+        newer = getattr(self, "_next_statistics", None)
+        if newer is not None:
+            self._trained_statistics = self._normalizer_states()
+            self._load_normalizer_states(newer)
+            self._next_statistics = None
 
     # -- environments -------------------------------------------------------------------------
 
@@ -240,6 +300,7 @@ class PPO(SB3PPO):
         ``actions`` as stored, ``clipped_actions`` as sent to the env).
         """
         assert self._last_obs is not None, "No previous observation was provided"
+        self._resume_sampling()
         self.policy.set_training_mode(False)
         n_steps = 0
         rollout_buffer.reset()
@@ -304,7 +365,9 @@ class PPO(SB3PPO):
             super().train()
         else:
             self._train_pre_tanh(choice)
+        trained = self._normalizer_states()
         self._update_obs_normalizer()
+        self._trained_statistics = trained if trained else None
         if isinstance(self.learning_rate, KLAdaptiveLR):
             self.learning_rate.update(float(self.logger.name_to_value["train/approx_kl"]))
 
@@ -402,18 +465,22 @@ class PPO(SB3PPO):
     ) -> None:
         """Save the model (weights, optimizer and observation statistics) as one zip.
 
+        The file pairs the weights with the statistics they were trained with (:meth:`trained_pair`),
+        and keeps the newer statistics the next rollout samples with, so training resumes as it would have gone on.
+
         A path gets ``.zip`` appended when it has no suffix. The file is written next to its
         target and renamed into place, so an interrupted save never leaves a half-written model.
         File objects are written as SB3 writes them.
         """
-        if not isinstance(path, (str, pathlib.Path)):
-            super().save(path, exclude, include)
-            return
-        target = pathlib.Path(path)
-        if target.suffix == "":
-            target = target.with_suffix(".zip")
-        with atomic_target(target) as partial:
-            super().save(partial, exclude, include)
+        with self.trained_pair():
+            if not isinstance(path, (str, pathlib.Path)):
+                super().save(path, exclude, include)
+                return
+            target = pathlib.Path(path)
+            if target.suffix == "":
+                target = target.with_suffix(".zip")
+            with atomic_target(target) as partial:
+                super().save(partial, exclude, include)
 
     @classmethod
     def load(  # type: ignore[override]

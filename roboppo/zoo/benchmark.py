@@ -57,6 +57,19 @@ class Row:
     seconds: float
     final_return: float
     to_target: tuple[int, float] | None = None  # env steps and seconds until the evaluation first reached the target
+    episodes: int = 0  # episodes of the final evaluation
+    early_ends: int | None = None  # of those, how many terminated before the time limit (a fall); None: not counted
+
+
+def final_evaluation(model: PPO, env_id: str, seed: int, episodes: int) -> tuple[float, int]:
+    """Mean return of ``episodes`` deterministic episodes on a fresh env, and how many ended before the time limit."""
+    eval_env = make_env_from_id(env_id, seed=20_000 + seed)
+    returns, lengths = evaluate_policy(
+        model, eval_env, n_eval_episodes=episodes, deterministic=True, return_episode_rewards=True
+    )
+    limit = gym.spec(env_id).max_episode_steps
+    early = sum(1 for length in lengths if limit is not None and length < limit)  # type: ignore[union-attr]
+    return float(np.mean(returns)), early
 
 
 def target_of(env_id: str) -> float | None:
@@ -88,11 +101,10 @@ def run_roboppo(args: argparse.Namespace, env_id: str, seed: int) -> Row:
     else:  # the training time the finished run logged last
         seconds = next((elapsed for _, elapsed in reversed(timings(run_dir))), float("nan"))
     model = PPO.load(run_dir / "model.zip")
-    eval_env = make_env_from_id(env_id, seed=20_000 + seed)
-    final, _ = evaluate_policy(model, eval_env, n_eval_episodes=args.eval_episodes, deterministic=True)
+    final, early = final_evaluation(model, env_id, seed, args.final_episodes)
     target = target_of(env_id)
     reached = None if target is None else time_to_target(run_dir, target)
-    return Row(env_id, ROBOPPO, seed, model.num_timesteps, seconds, float(np.mean(final)), reached)
+    return Row(env_id, ROBOPPO, seed, model.num_timesteps, seconds, final, reached, args.final_episodes, early)
 
 
 def finished_run(log_folder: pathlib.Path, budget: int) -> pathlib.Path | None:
@@ -112,8 +124,8 @@ def finished_run(log_folder: pathlib.Path, budget: int) -> pathlib.Path | None:
 
 def run_sb3(args: argparse.Namespace, env_id: str, seed: int, budget: int) -> Row:
     model, env, seconds = train_stock_sb3(env_id, seed, budget)
-    final = evaluate_stock_sb3(model, env, env_id, 20_000 + seed, episodes=args.eval_episodes)
-    return Row(env_id, STOCK, seed, model.num_timesteps, seconds, final)
+    final = evaluate_stock_sb3(model, env, env_id, 20_000 + seed, episodes=args.final_episodes)
+    return Row(env_id, STOCK, seed, model.num_timesteps, seconds, final, episodes=args.final_episodes)
 
 
 def _quiet_run_roboppo(args: argparse.Namespace, env_id: str, seed: int) -> Row:
@@ -177,8 +189,9 @@ def summary_table(rows: list[Row]) -> str:
 
 def seed_table(rows: list[Row]) -> str:
     lines = [
-        "| env | system | seed | final return | env steps to target | seconds to target | wall time |",
-        "|---|---|---:|---:|---:|---:|---:|",
+        "| env | system | seed | final return | episodes ended early | env steps to target | seconds to target "
+        "| wall time |",
+        "|---|---|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
         steps, seconds = (
@@ -186,8 +199,10 @@ def seed_table(rows: list[Row]) -> str:
         )
         if r.system == STOCK:
             steps = "(not evaluated during training)"
+        early = "" if r.early_ends is None else f"{r.early_ends} of {r.episodes}"
         lines.append(
-            f"| {r.env_id} | {r.system} | {r.seed} | {r.final_return:,.1f} | {steps} | {seconds} | {r.seconds:,.0f} s |"
+            f"| {r.env_id} | {r.system} | {r.seed} | {r.final_return:,.1f} | {early} | {steps} | {seconds} "
+            f"| {r.seconds:,.0f} s |"
         )
     return "\n".join(lines)
 
@@ -195,7 +210,8 @@ def seed_table(rows: list[Row]) -> str:
 def report(rows: list[Row]) -> str:
     targets = ", ".join(f"{env_id} {target_of(env_id):,.0f}" for env_id in dict.fromkeys(r.env_id for r in rows))
     return (
-        f"{summary_table(rows)}\n\nFinal return: mean of deterministic episodes on a fresh env after training. IQM: "
+        f"{summary_table(rows)}\n\nFinal return: mean of {rows[0].episodes} deterministic episodes on a fresh env after "
+        "training (an episode ended early: terminated before the time limit, a fall). IQM: "
         "interquartile mean over seeds, 95% stratified-bootstrap interval (rliable).\n\n"
         f"Every seed (targets: {targets}; steps and seconds until the periodic evaluation first reached it, "
         f"evaluations included):\n\n{seed_table(rows)}"

@@ -187,6 +187,9 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--n-timesteps", type=flag_type("n_timesteps"), default=None, help="override every budget")
     bench.add_argument("--eval-freq", type=flag_type("eval_freq"), default=10_000, help="env steps between evaluations")
     bench.add_argument("--eval-episodes", type=flag_type("eval_episodes"), default=10, help="episodes per evaluation")
+    bench.add_argument(
+        "--final-episodes", type=flag_type("eval_episodes"), default=50, help="episodes of each run's final evaluation"
+    )
     bench.add_argument("--no-sb3", action="store_true", help="skip the stock SB3 rows")
     bench.add_argument("--hparams", type=pathlib.Path, default=None, help="a ppo.yml (default: zoo_hparams/)")
     bench.add_argument("--out", type=pathlib.Path, default=pathlib.Path("bench/results/zoo"), help="tables and plots")

@@ -9,7 +9,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import torch as th
-from stable_baselines3.common.callbacks import CheckpointCallback, EvalCallback
+from stable_baselines3.common.callbacks import BaseCallback, CheckpointCallback, EvalCallback
 from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.utils import obs_as_tensor
 from stable_baselines3.common.vec_env import DummyVecEnv
@@ -43,7 +43,7 @@ def test_first_minibatch_ratio_is_one(tiny: dict[str, Any]) -> None:
     """Stored log-probs are exactly what the first minibatch re-evaluates, also once the normalizer has moved."""
     model = PPO("MlpPolicy", "RoboHopper-v0", n_envs=2, seed=0, **tiny)
     model.learn(256)  # two updates: normalizer statistics and weights are no longer at their initial values
-    assert model.policy.features_extractor.obs_rms.count.item() == 256
+    assert model.policy.features_extractor.obs_rms.count.item() == 128  # at rest; the next rollout samples with 256
     _, callback = model._setup_learn(128, reset_num_timesteps=False)
     model.collect_rollouts(model.env, callback, model.rollout_buffer, n_rollout_steps=model.n_steps)
     batch = next(model.rollout_buffer.get(model.batch_size))
@@ -54,29 +54,69 @@ def test_first_minibatch_ratio_is_one(tiny: dict[str, Any]) -> None:
     assert batch.actions.abs().max() > 0  # pre-tanh actions were stored
 
 
+class StatisticsSeen(BaseCallback):
+    """The observation count the policy samples with at each rollout's start."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.counts: list[float] = []
+
+    def _on_rollout_start(self) -> None:
+        self.counts.append(self.model.policy.features_extractor.obs_rms.count.item())
+
+    def _on_step(self) -> bool:
+        return True
+
+
 def test_normalizer_updates_once_per_rollout_from_the_collected_batch(tiny: dict[str, Any]) -> None:
     model = PPO("MlpPolicy", "RoboHopper-v0", n_envs=2, seed=0, **tiny)
     model.learn(64 * 2)
+    observations = np.asarray(model.rollout_buffer.observations).reshape(-1, 11)
     rms = model.policy.features_extractor.obs_rms
-    observations = np.asarray(model.rollout_buffer.observations).reshape(-1, rms.mean.shape[0])
-    assert rms.count.item() == 128
-    np.testing.assert_allclose(rms.mean.numpy(), observations.mean(axis=0), rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(rms.var.numpy(), observations.var(axis=0), rtol=1e-4, atol=1e-6)
+    assert rms.count.item() == 0  # at rest: the statistics the weights were trained with (none yet)
+    seen = StatisticsSeen()
+    model.learn(64 * 2 * 2, callback=seen, reset_num_timesteps=False)
+    assert seen.counts == [128, 256]  # each rollout samples with every earlier rollout folded in
+    assert rms.count.item() == 256  # and at rest again: the statistics of the last gradient steps
+    with model.trained_pair():
+        assert rms.count.item() == 256
+    first = PPO("MlpPolicy", "RoboHopper-v0", n_envs=2, seed=0, **tiny).learn(64 * 2 * 2)
+    with first.trained_pair():
+        stats = first.policy.features_extractor.obs_rms
+        np.testing.assert_allclose(stats.mean.numpy(), observations.mean(axis=0), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(stats.var.numpy(), observations.var(axis=0), rtol=1e-4, atol=1e-6)
 
 
-def test_save_load_gives_identical_actions_without_a_statistics_file(
-    tmp_path: pathlib.Path, tiny: dict[str, Any], rng: np.random.Generator
+def test_the_model_at_rest_and_every_checkpoint_pair_weights_with_their_statistics(
+    tmp_path: pathlib.Path, tiny: dict[str, Any]
 ) -> None:
-    model = PPO("MlpPolicy", "RoboHopper-v0", n_envs=2, seed=0, **tiny).learn(256)
-    model.save(tmp_path / "hopper")
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["hopper.zip"]
-    loaded = PPO.load(tmp_path / "hopper.zip")
-    obs = rng.normal(size=(32, 11)).astype(np.float32)
-    np.testing.assert_array_equal(model.predict(obs, deterministic=True)[0], loaded.predict(obs, deterministic=True)[0])
-    for name in ("mean", "var", "count"):
-        saved = getattr(model.policy.features_extractor.obs_rms, name)
-        th.testing.assert_close(getattr(loaded.policy.features_extractor.obs_rms, name), saved)
-    assert loaded.policy.features_extractor.obs_rms.count.item() == 256
+    """After learn(), in memory, in the saved file and in each checkpoint: the statistics the last
+    gradient steps used (the last rollout's observations wait for the next rollout)."""
+    rollout = 64 * 2
+    checkpoints = CheckpointCallback(save_freq=32, save_path=str(tmp_path / "checkpoints"), name_prefix="ppo")
+    model = PPO("MlpPolicy", "RoboHopper-v0", n_envs=2, seed=0, **tiny).learn(rollout * 4, callback=checkpoints)
+    assert model.policy.features_extractor.obs_rms.count.item() == rollout * 3
+    for path in sorted((tmp_path / "checkpoints").glob("ppo_*_steps.zip")):
+        steps = int(path.stem.split("_")[1])
+        saved = PPO.load(path).policy.features_extractor.obs_rms.count.item()
+        assert saved == max(0, (steps - 1) // rollout - 1) * rollout, path.name
+    model.save(tmp_path / "final")
+    resumed = PPO.load(tmp_path / "final", env=model.get_env())
+    seen = StatisticsSeen()
+    resumed.learn(rollout, callback=seen, reset_num_timesteps=False)
+    assert seen.counts == [rollout * 4]  # the saved file kept the newest statistics for the next rollout
+
+
+def test_an_entrys_schedules_run_over_its_budget_whatever_learn_is_given(tiny: dict[str, Any]) -> None:
+    model = PPO("MlpPolicy", "RoboInvertedDoublePendulum-v0", **tiny)  # learning rate 2e-3 decaying over 100k
+    assert model.default_total_timesteps == 100_000
+    for steps, total, progress in [(25_000, 300_000, 0.75), (100_000, 300_000, 0.0), (250_000, 300_000, 0.0)]:
+        model._update_current_progress_remaining(steps, total)
+        assert model._current_progress_remaining == pytest.approx(progress)
+        assert model.lr_schedule(model._current_progress_remaining) == pytest.approx(2e-3 * progress)
+    stock = PPO("MlpPolicy", "RoboInvertedDoublePendulum-v0", hyperparams="sb3", **tiny)
+    stock._update_current_progress_remaining(25_000, 300_000)
+    assert stock._current_progress_remaining == pytest.approx(1 - 25_000 / 300_000)  # SB3's, over learn()'s total
 
 
 def test_seeded_runs_are_identical(tiny: dict[str, Any]) -> None:
