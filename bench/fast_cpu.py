@@ -17,6 +17,11 @@ Tables (16 envs, 2 env threads, torch on one thread in every system):
    empty compilation cache, then again with the cache the first run filled, SBX and stock SB3;
    time to the first env step and wall time. A **floor** process (imports, env, random steps; no
    policy, no training) bounds what any system could reach.
+``--suite`` makes table 1 alone for the eleven ``roboppo/<Name>-v5`` envs against EnvPool's ``<Name>-v5``
+(Humanoid, Ant and HumanoidStandup include roboppo's contact forces, ``mj_rnePostConstraint`` per copy):
+
+    python bench/fast_cpu.py --suite --repeats 3 --out bench/results/suite_env_speed.md
+
 4. ``--scaling``: env and roboppo PPO over 1 and 2 threads and 8 to 64 envs;
    ``--memory-steps N``: roboppo's resident memory sampled after every rollout of an N-step run.
 
@@ -43,7 +48,11 @@ from typing import Any
 
 from _report import publish
 
-TWINS = {"RoboHopper-v0": "Hopper-v5", "RoboInvertedDoublePendulum-v0": "InvertedDoublePendulum-v5"}
+SUITE = ["Ant", "HalfCheetah", "Hopper", "Humanoid", "HumanoidStandup", "InvertedDoublePendulum", "InvertedPendulum",
+         "Pusher", "Reacher", "Swimmer", "Walker2d"]  # fmt: skip
+TWINS = {"RoboHopper-v0": "Hopper-v5", "RoboInvertedDoublePendulum-v0": "InvertedDoublePendulum-v5"} | {
+    f"roboppo/{name}-v5": f"{name}-v5" for name in SUITE
+}
 PPO_SYSTEMS = ("roboppo", "roboppo-torch", "sbx", "sb3")
 ENV_SYSTEMS = ("envpool", "roboppo", "gymnasium")
 WHOLE_RUN_STEPS = 32_768
@@ -453,8 +462,13 @@ def main() -> None:
     parser.add_argument("--whole-run-repeats", type=int, default=1, help="rounds of the whole-run table")
     parser.add_argument("--scaling", action="store_true", help="add the threads x envs scaling table")
     parser.add_argument("--memory-steps", type=int, default=0, help="train roboppo this long, sampling memory")
+    parser.add_argument("--suite", action="store_true", help="only the env table, over the eleven roboppo/*-v5 envs")
     parser.add_argument("--out", type=pathlib.Path, default=None)
     args = parser.parse_args()
+    if args.suite:
+        args.envs = [f"roboppo/{name}-v5" for name in SUITE]
+        publish(env_table(args)[0], args.out)
+        return
     env_text, rates = env_table(args)
     tables = [env_text, ppo_table(args, rates)]
     if args.whole_run:

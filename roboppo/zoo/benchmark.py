@@ -137,16 +137,38 @@ def _quiet_run_roboppo(args: argparse.Namespace, env_id: str, seed: int) -> Row:
         return run_roboppo(args, env_id, seed)
 
 
-def roboppo_rows(args: argparse.Namespace, env_id: str) -> list[Row]:
-    """Every seed's run, ``--jobs`` at a time in fresh processes (one at a time in this one)."""
+def roboppo_rows(args: argparse.Namespace, env_id: str, done: list[Row]) -> list[Row]:
+    """Every seed's run, ``--jobs`` at a time in fresh processes (one at a time in this one).
+
+    As each run ends, ``benchmark.md`` is rewritten with it and the ``done`` rows before it, so an
+    interrupted benchmark leaves the table of what finished.
+    """
     seeds = list(range(args.first_seed, args.first_seed + args.seeds))
+    rows: list[Row] = []
+
+    def finished(row: Row) -> None:
+        rows.append(_announce(row))
+        write_report(args, [*done, *sorted(rows, key=lambda r: r.seed)])
+
     if args.jobs == 1:
-        return [_announce(run_roboppo(args, env_id, seed)) for seed in seeds]
+        for seed in seeds:
+            finished(run_roboppo(args, env_id, seed))
+        return rows
     context = multiprocessing.get_context("spawn")  # JAX and MuJoCo's threads do not survive a fork
     watch = {"initializer": exit_with_parent, "initargs": (os.getpid(),)}  # no orphans if the benchmark is killed
     with concurrent.futures.ProcessPoolExecutor(args.jobs, mp_context=context, **watch) as pool:  # type: ignore[call-overload]
         futures = [pool.submit(_quiet_run_roboppo, args, env_id, seed) for seed in seeds]
-        return [_announce(future.result()) for future in futures]
+        for future in concurrent.futures.as_completed(futures):
+            finished(future.result())
+    return sorted(rows, key=lambda r: r.seed)
+
+
+def write_report(args: argparse.Namespace, rows: list[Row]) -> str:
+    """``<out>/benchmark.md`` with the command that made it; returns the report."""
+    text = report(rows)
+    command = " ".join(["roboppo-zoo", *sys.argv[1:]]) if pathlib.Path(sys.argv[0]).name == "roboppo-zoo" else None
+    write_atomic(args.out / "benchmark.md", (f"`{command}`\n\n" if command else "") + text + "\n")
+    return text
 
 
 def exit_with_parent(parent: int, period: float = 2.0) -> None:
@@ -210,8 +232,8 @@ def seed_table(rows: list[Row]) -> str:
 def report(rows: list[Row]) -> str:
     targets = ", ".join(f"{env_id} {target_of(env_id):,.0f}" for env_id in dict.fromkeys(r.env_id for r in rows))
     return (
-        f"{summary_table(rows)}\n\nFinal return: mean of {rows[0].episodes} deterministic episodes on a fresh env after "
-        "training (an episode ended early: terminated before the time limit, a fall). IQM: "
+        f"{summary_table(rows)}\n\nFinal return: mean of {rows[0].episodes} deterministic episodes on a fresh env "
+        "after training (an episode ended early: terminated before the time limit, a fall). IQM: "
         "interquartile mean over seeds, 95% stratified-bootstrap interval (rliable).\n\n"
         f"Every seed (targets: {targets}; steps and seconds until the periodic evaluation first reached it, "
         f"evaluations included):\n\n{seed_table(rows)}"
@@ -227,11 +249,12 @@ def benchmark(args: argparse.Namespace) -> int:
     check_log_folder(args.out, "--out")
     rows: list[Row] = []
     for env_id in args.envs:
-        mine = roboppo_rows(args, env_id)
+        mine = roboppo_rows(args, env_id, rows)
         rows += mine
         if not args.no_sb3 and env_id in RL_ZOO3_PPO:
             for row in mine:
                 rows.append(_announce(run_sb3(args, env_id, row.seed, row.steps)))
+                write_report(args, rows)
         runs = sorted((args.out / "runs" / file_name(env_id)).glob("seed*/*"))
         plot(argparse.Namespace(runs=runs, out=args.out / f"{file_name(env_id)}.png"))
         finals = {
@@ -241,8 +264,5 @@ def benchmark(args: argparse.Namespace) -> int:
         performance_profile(
             {s: v for s, v in finals.items() if v.size}, env_id, args.out / f"{file_name(env_id)}_profile.png"
         )
-    text = report(rows)
-    command = " ".join(["roboppo-zoo", *sys.argv[1:]]) if pathlib.Path(sys.argv[0]).name == "roboppo-zoo" else None
-    write_atomic(args.out / "benchmark.md", (f"`{command}`\n\n" if command else "") + text + "\n")
-    print(text)
+    print(write_report(args, rows))
     return 0

@@ -109,19 +109,25 @@ def _video_writer(path: pathlib.Path, fps: float) -> Iterator[Any]:
 
 
 def list_envs(args: argparse.Namespace) -> int:
-    """Print every registered id: physics, observation and action spaces, solved threshold, extra needed."""
-    print(f"{'id':32s} {'physics':8s} {'obs':>4s} {'action':>14s} {'solved at':>10s}  needs")
+    """Print every registered id: physics (and the Gymnasium id it equals), spaces, solved threshold, extra needed."""
+    print(f"{'id':34s} {'physics':8s} {'equals':40s} {'obs':>4s} {'action':>16s} {'solved at':>10s}  needs")
     for env_id in roboppo_envs.roboppo_ids():
         threshold = gym.spec(env_id).reward_threshold
         solved = "-" if threshold is None else f"{threshold:,.0f}"
         if roboppo_envs.is_brax_id(env_id):
             obs_dim, act_dim = roboppo_envs.BRAX_DIMS[env_id]
-            print(f"{env_id:32s} {'Brax':8s} {obs_dim:>4d} {f'{act_dim} in [-1, 1]':>14s} {solved:>10s}  brax")
+            brax = f"Brax {roboppo_envs.BRAX_ENVS[env_id]}"
+            print(
+                f"{env_id:34s} {'Brax':8s} {brax:40s} {obs_dim:>4d} {f'{act_dim} in [-1, 1]':>16s} {solved:>10s}  brax"
+            )
             continue
+        twin = roboppo_envs.gymnasium_twin(env_id) or "-"
+        if env_id in roboppo_envs.ROBO_SUITE_TWINS:
+            twin += " (float32 obs)"
         env = gym.make(env_id)
         obs_space, act_space = env.observation_space, env.action_space
         assert isinstance(obs_space, spaces.Box) and isinstance(act_space, spaces.Box)
         bounds = f"{act_space.shape[0]} in [{act_space.low.min():g}, {act_space.high.max():g}]"
-        print(f"{env_id:32s} {'MuJoCo':8s} {obs_space.shape[0]:>4d} {bounds:>14s} {solved:>10s}  core")
+        print(f"{env_id:34s} {'MuJoCo':8s} {twin:40s} {obs_space.shape[0]:>4d} {bounds:>16s} {solved:>10s}  core")
         env.close()
     return 0

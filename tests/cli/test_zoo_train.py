@@ -115,11 +115,14 @@ def test_enjoy_finds_runs_the_rl_zoo3_way_and_writes_a_video_without_a_display(
     assert "holds no run of RoboHopper-v0" in capsys.readouterr().err
 
 
-def test_envs_lists_every_id_with_its_spaces_and_extra(capsys: pytest.CaptureFixture) -> None:
+def test_envs_lists_every_id_with_what_it_equals_its_spaces_and_extra(capsys: pytest.CaptureFixture) -> None:
     assert main(["envs"]) == 0
     out = capsys.readouterr().out
-    assert re.search(r"RoboHopper-v0\s+MuJoCo\s+11\s+3 in \[-1, 1\]\s+3,800\s+core", out)
-    assert re.search(r"RoboAnt-v0\s+Brax\s+27\s+8 in \[-1, 1\]\s+-\s+brax", out)
+    assert re.search(r"RoboHopper-v0\s+MuJoCo\s+Hopper-v5 \(float32 obs\)\s+11\s+3 in \[-1, 1\]\s+3,800\s+core", out)
+    assert re.search(r"RoboAnt-v0\s+Brax\s+Brax ant\s+27\s+8 in \[-1, 1\]\s+-\s+brax", out)
+    assert re.search(r"roboppo/Humanoid-v5\s+MuJoCo\s+Humanoid-v5\s+348\s+17 in \[-0.4, 0.4\]\s+-\s+core", out)
+    for name in ("Ant", "HalfCheetah", "Hopper", "HumanoidStandup", "Pusher", "Reacher", "Swimmer", "Walker2d"):
+        assert re.search(rf"roboppo/{name}-v5\s+MuJoCo\s+{name}-v5\s", out), name
 
 
 def test_record_writes_a_playable_video(run_dir: pathlib.Path, tmp_path: pathlib.Path) -> None:
@@ -217,6 +220,28 @@ def test_an_interrupted_benchmark_stops_instead_of_moving_to_the_next_seed(
     assert started == [0]
     assert "interrupted: benchmark stopped" in capsys.readouterr().err
     assert not (tmp_path / "benchmark.md").exists()
+
+
+def test_a_benchmark_writes_each_finished_run_and_counts_early_ends(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Seed 0 finishes and is in benchmark.md before seed 1 is interrupted; its 20 final episodes all fell."""
+    import roboppo.zoo.train as zoo_train
+
+    real_train = zoo_train.train
+
+    def second_seed_interrupted(args: argparse.Namespace) -> int:
+        return real_train(args) if args.seed == 0 else zoo_train.INTERRUPTED
+
+    monkeypatch.setattr(zoo_train, "train", second_seed_interrupted)
+    argv = ["benchmark", "--envs", ENV, "--seeds", "2", "--jobs", "1", "--no-sb3", "--n-timesteps", "256"]
+    argv += ["--eval-freq", "256", "--eval-episodes", "2", "--final-episodes", "20", "--out", str(tmp_path)]
+    assert main(argv) == zoo_train.INTERRUPTED
+    text = (tmp_path / "benchmark.md").read_text()
+    seeds = [line for line in text.split("Every seed")[1].splitlines() if line.startswith(f"| {ENV} | roboppo | ")]
+    assert len(seeds) == 1 and seeds[0].split("|")[3].strip() == "0"
+    assert seeds[0].split("|")[5].strip() == "20 of 20"  # 256 steps of training: every episode ends in a fall
+    assert "mean of 20 deterministic episodes" in text
 
 
 def test_benchmark_workers_end_when_the_benchmark_is_killed(tmp_path: pathlib.Path) -> None:
