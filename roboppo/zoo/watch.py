@@ -116,10 +116,8 @@ def list_envs(args: argparse.Namespace) -> int:
         solved = "-" if threshold is None else f"{threshold:,.0f}"
         if roboppo_envs.is_brax_id(env_id):
             obs_dim, act_dim = roboppo_envs.BRAX_DIMS[env_id]
-            brax = f"Brax {roboppo_envs.BRAX_ENVS[env_id]}"
-            print(
-                f"{env_id:34s} {'Brax':8s} {brax:40s} {obs_dim:>4d} {f'{act_dim} in [-1, 1]':>16s} {solved:>10s}  brax"
-            )
+            brax, bounds = f"Brax {roboppo_envs.BRAX_ENVS[env_id]}", f"{act_dim} in [-1, 1]"
+            print(f"{env_id:34s} {'Brax':8s} {brax:40s} {obs_dim:>4d} {bounds:>16s} {solved:>10s}  brax")
             continue
         twin = roboppo_envs.gymnasium_twin(env_id) or "-"
         if env_id in roboppo_envs.ROBO_SUITE_TWINS:
