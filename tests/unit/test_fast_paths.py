@@ -630,8 +630,8 @@ class Anneal(BaseCallback):
         return True
 
 
-def one_rollout(kwargs: dict, callback: BaseCallback | None = None) -> PPO:
-    model = PPO("MlpPolicy", "RoboHopper-v0", n_envs=2, n_steps=16, hyperparams="sb3", seed=0, policy_kwargs=kwargs)
+def one_rollout(kwargs: dict, callback: BaseCallback | None = None, env_id: str = "RoboHopper-v0") -> PPO:
+    model = PPO("MlpPolicy", env_id, n_envs=2, n_steps=16, hyperparams="sb3", seed=0, policy_kwargs=kwargs)
     _, initialized = model._setup_learn(32, callback)
     assert model.env is not None
     model.collect_rollouts(model.env, initialized, model.rollout_buffer, model.n_steps)
@@ -655,6 +655,13 @@ def stored_and_own_log_probs(model: PPO, steps: slice = slice(None)) -> tuple[th
 )
 def test_the_rollout_stores_the_policys_own_log_probs(kwargs: dict) -> None:
     stored, own = stored_and_own_log_probs(one_rollout(kwargs))
+    th.testing.assert_close(stored, own, rtol=1e-5, atol=1e-5)
+
+
+def test_float64_observations_take_the_numpy_sampler_and_store_the_policys_own_log_probs() -> None:
+    model = one_rollout({}, env_id="roboppo/Hopper-v5")  # Gymnasium's float64 observations
+    assert model.observation_space.dtype == np.float64 and model.paths_run["sampler"] == ["numpy"]
+    stored, own = stored_and_own_log_probs(model)
     th.testing.assert_close(stored, own, rtol=1e-5, atol=1e-5)
 
 
