@@ -16,10 +16,10 @@ import pathlib
 
 import gymnasium as gym
 import numpy as np
+from _report import publish
 from stable_baselines3.common.callbacks import EvalCallback
 from stable_baselines3.common.evaluation import evaluate_policy
 
-from _report import publish
 from roboppo import PPO
 from roboppo.common.env_util import make_env_from_id
 
@@ -56,7 +56,7 @@ def main() -> None:
         f"(evaluations of {args.eval_episodes} deterministic episodes every {args.eval_every:,} steps; final model on "
         f"{args.final_episodes} episodes, those that ended before the time limit counted).",
         "",
-        "| seed | budget | final return | episodes ended early | lowest evaluation after the first budget | evaluations |",
+        "| seed | budget | final return | episodes ended early | lowest evaluation past the budget | evaluations |",
         "|---:|---:|---:|---:|---:|---|",
     ]
     for seed in args.seeds:
