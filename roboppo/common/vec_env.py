@@ -71,6 +71,21 @@ class GymnasiumVecEnv(VecEnv):
     def close(self) -> None:
         self.vector_env.close()
 
+    def get_state(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+        """The vector env's state (:meth:`~roboppo_envs.mujoco.MujocoVectorEnv.get_state`) and the episode counters.
+
+        :raises NotImplementedError: the vector env cannot save its state (Brax batches)."""
+        if not hasattr(self.vector_env, "get_state"):
+            raise NotImplementedError(f"{type(self.vector_env).__name__} does not save its state.")
+        arrays, meta = self.vector_env.get_state()
+        meta = meta | {"pending_seeds": list(self._seeds)}  # seeds SB3's seed() set for the next reset, if any
+        return arrays | {"episode_returns": self._returns.copy(), "episode_lengths": self._lengths.copy()}, meta
+
+    def set_state(self, arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> None:
+        self.vector_env.set_state(arrays, meta)
+        self._returns[:], self._lengths[:] = arrays["episode_returns"], arrays["episode_lengths"]
+        self._seeds = list(meta["pending_seeds"])
+
     def get_images(self) -> Sequence[np.ndarray | None]:
         return [self.vector_env.render()]  # type: ignore[list-item]
 

@@ -2,8 +2,10 @@
 
 For each env: ``train`` runs (the zoo entry's budget unless ``--n-timesteps``) for seeds
 ``--first-seed`` ... ``--first-seed + --seeds - 1`` into ``<out>/runs``, ``--jobs`` at a time in
-separate processes, each evaluated deterministically at the end (a seed whose run an earlier
-benchmark into the same ``--out`` finished is only evaluated, so an interrupted benchmark continues);
+separate processes, each evaluated deterministically at the end on ``--final-episodes`` episodes. The
+same command continues an interrupted benchmark: a seed whose run finished is only evaluated, and an
+unfinished run continues from its last checkpoint exactly as it would have gone on (its training
+state is saved beside each checkpoint); ``benchmark.md`` is rewritten as each run ends.
 then, unless ``--no-sb3``, stock SB3 PPO with rl-baselines3-zoo's tuned hyperparameters on the
 Gymnasium twin, same steps and seeds.
 
@@ -34,11 +36,13 @@ from stable_baselines3.common.evaluation import evaluate_policy
 
 import roboppo_envs
 from roboppo.common.env_util import check_env_id, make_env_from_id
+from roboppo.common.errors import UserInputError
 from roboppo.common.files import write_atomic
 from roboppo.common.hparams import load_ppo_hparams
+from roboppo.common.training_state import state_path
 from roboppo.ppo import PPO
 from roboppo.zoo.baselines import RL_ZOO3_PPO, evaluate_stock_sb3, train_stock_sb3
-from roboppo.zoo.runs import check_log_folder, file_name, saved_steps
+from roboppo.zoo.runs import check_log_folder, file_name, resume_point, saved_steps
 from roboppo.zoo.stats import iqm_intervals, performance_profile, time_to_target, timings
 from roboppo_envs.mujoco.vector_env import available_cpus
 
@@ -93,10 +97,17 @@ def run_roboppo(args: argparse.Namespace, env_id: str, seed: int) -> Row:
     )  # fmt: skip
     run_dir = finished_run(log_folder, budget)
     if run_dir is None:
+        unfinished = resumable_run(log_folder)
+        before = 0.0 if unfinished is None else next((t for _, t in reversed(timings(unfinished))), 0.0)
+        if unfinished is not None:  # continue it exactly from its last checkpoint, as if never interrupted
+            train_args = argparse.Namespace(
+                resume=unfinished, n_timesteps=budget, no_progress_bar=True, torch_threads=train_args.torch_threads,
+                env_threads=train_args.env_threads,
+            )  # fmt: skip
         start = time.perf_counter()
         if train(train_args) == INTERRUPTED:  # Ctrl-C or SIGTERM stops the benchmark, not just this seed
             raise KeyboardInterrupt
-        seconds = time.perf_counter() - start
+        seconds = before + time.perf_counter() - start
         (run_dir,) = (path for path in log_folder.iterdir() if path.is_dir())
     else:  # the training time the finished run logged last
         seconds = next((elapsed for _, elapsed in reversed(timings(run_dir))), float("nan"))
@@ -108,16 +119,31 @@ def run_roboppo(args: argparse.Namespace, env_id: str, seed: int) -> Row:
 
 
 def finished_run(log_folder: pathlib.Path, budget: int) -> pathlib.Path | None:
-    """A run of this seed that an earlier benchmark finished (so a re-run only reports it), else None.
-
-    An unfinished run is removed: the seed trains again from the start.
-    """
+    """A run of this seed that an earlier benchmark finished (so a re-run only reports it), else None."""
     if not log_folder.is_dir():
         return None
     for run_dir in sorted(path for path in log_folder.iterdir() if path.is_dir()):
         if (run_dir / "model.zip").is_file() and saved_steps(run_dir / "model.zip") >= budget:
             return run_dir
-        print(f"{run_dir} did not finish; training this seed again", flush=True)
+    return None
+
+
+def resumable_run(log_folder: pathlib.Path) -> pathlib.Path | None:
+    """An unfinished run of this seed with a checkpoint it can continue from exactly (training state beside it).
+
+    Any other unfinished run is removed: the seed trains again from the start.
+    """
+    if not log_folder.is_dir():
+        return None
+    for run_dir in sorted(path for path in log_folder.iterdir() if path.is_dir()):
+        try:
+            point, steps = resume_point(run_dir)
+        except UserInputError:
+            point = None
+        if point is not None and state_path(point).is_file():
+            print(f"{run_dir} did not finish; continuing it from {point.name} ({steps:,} steps)", flush=True)
+            return run_dir
+        print(f"{run_dir} did not finish and has no training state; training this seed again", flush=True)
         shutil.rmtree(run_dir)
     return None
 

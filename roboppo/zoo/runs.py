@@ -24,6 +24,7 @@ import yaml
 
 from roboppo.common.errors import UserInputError
 from roboppo.common.files import write_atomic
+from roboppo.common.training_state import state_path
 
 CONFIG_FILE = "config.yml"
 CHECKPOINTS = "checkpoints"
@@ -107,14 +108,17 @@ def saved_steps(path: pathlib.Path) -> int:
 
 
 def resume_point(run_dir: pathlib.Path) -> tuple[pathlib.Path, int]:
-    """The model to continue a run from: ``model.zip`` or the latest checkpoint, whichever has more steps."""
+    """The model to continue a run from: the one with the most steps among ``model.zip`` and the checkpoints
+    that have a training state beside them (so the run continues exactly), else among all of them."""
     candidates = [run_dir / "model.zip"] if (run_dir / "model.zip").is_file() else []
-    try:
-        candidates.append(latest_checkpoint(run_dir))
-    except RunFolderError:
-        if not candidates:
-            raise
-    return max(((path, saved_steps(path)) for path in candidates), key=lambda found: found[1])
+    candidates += [
+        path for path in sorted((run_dir / CHECKPOINTS).glob("ppo_*_steps.zip"))
+        if re.fullmatch(r"ppo_\d+_steps\.zip", path.name)
+    ]  # fmt: skip
+    if not candidates:
+        latest_checkpoint(run_dir)  # raises, naming where it looked
+    exact = [path for path in candidates if state_path(path).is_file()]
+    return max(((path, saved_steps(path)) for path in exact or candidates), key=lambda found: found[1])
 
 
 def latest_checkpoint(run_dir: pathlib.Path) -> pathlib.Path:

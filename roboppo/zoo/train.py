@@ -15,7 +15,7 @@ from typing import Any
 
 import torch as th
 import yaml
-from stable_baselines3.common.callbacks import BaseCallback, CheckpointCallback
+from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.logger import CSVOutputFormat, Logger, make_output_format
 
@@ -24,6 +24,14 @@ from roboppo.common.callbacks import EvalCallback, read_evaluations
 from roboppo.common.env_util import check_env_id, make_env_from_id
 from roboppo.common.files import remove_partials, write_atomic
 from roboppo.common.hparams import HparamsError, load_ppo_hparams, parse_overrides
+from roboppo.common.training_state import (
+    TrainingState,
+    read_training_state,
+    restore_env,
+    restore_training_state,
+    save_training_state,
+    state_path,
+)
 from roboppo.common.validation import OFF, check_rollout
 from roboppo.ppo import PPO
 from roboppo.zoo.runs import (
@@ -158,8 +166,10 @@ def resume(args: argparse.Namespace) -> int:
     env_kwargs = apply_threads(config)
     env = make_env_from_id(config["env"], n_envs=config["n_envs"], seed=config["seed"] + 1, env_kwargs=env_kwargs)
     model = PPO.load(checkpoint, env=env, device=config.get("device", "auto"))
-    print(f"Resuming {run_dir} from {checkpoint.name} ({model.num_timesteps:,} of {budget:,} steps)")
-    return _learn(model, run_dir, config, progress_bar=not args.no_progress_bar)
+    state = read_training_state(checkpoint)
+    how = "exactly where it stopped" if state is not None else "with new episodes (no training state saved)"
+    print(f"Resuming {run_dir} from {checkpoint.name} ({model.num_timesteps:,} of {budget:,} steps), {how}")
+    return _learn(model, run_dir, config, progress_bar=not args.no_progress_bar, state=state)
 
 
 def apply_threads(config: dict[str, Any]) -> dict[str, Any] | None:
@@ -182,8 +192,14 @@ def colon_pair(pair: str, flag: str) -> str:
     return f"{key}={value}"
 
 
-def _learn(model: PPO, run_dir: pathlib.Path, config: dict[str, Any], progress_bar: bool) -> int:
-    """Train to the run's budget with evaluations and checkpoints; save ``model.zip`` also when interrupted."""
+def _learn(
+    model: PPO, run_dir: pathlib.Path, config: dict[str, Any], progress_bar: bool, state: TrainingState | None = None
+) -> int:
+    """Train to the run's budget with evaluations and checkpoints; save ``model.zip`` also when interrupted.
+
+    Checkpoints and a finished ``model.zip`` get a training state (:mod:`roboppo.common.training_state`)
+    where the envs can save theirs; ``state`` continues a resumed run from one.
+    """
     start_steps = model.num_timesteps
     csv_name = "progress.csv" if start_steps == 0 else f"progress-from-{start_steps}.csv"
     events = pathlib.Path(config["tensorboard_log"]) / run_dir.name if config.get("tensorboard_log") else run_dir
@@ -191,16 +207,26 @@ def _learn(model: PPO, run_dir: pathlib.Path, config: dict[str, Any], progress_b
         Logger(str(run_dir), [make_output_format("tensorboard", str(events)), CSVOutputFormat(str(run_dir / csv_name))])
     )
     evaluation = _evaluation(model, run_dir, config)
+    eval_env = None if evaluation is None else evaluation.eval_env
     callbacks: list[BaseCallback] = [] if evaluation is None else [evaluation]
     if config["save_freq"] is not None:
-        save_every = max(config["save_freq"] // model.n_envs, 1)
-        callbacks.append(CheckpointCallback(save_every, str(run_dir / CHECKPOINTS), "ppo"))
+        callbacks.append(RolloutCheckpoint(config["save_freq"], run_dir / CHECKPOINTS, eval_env))
+    if evaluation is not None:
+        evaluation.n_calls = start_steps // model.n_envs  # evaluations at the uninterrupted run's steps
+    if state is not None:
+        if eval_env is not None:
+            restore_env(state, "eval_env", eval_env)  # type: ignore[arg-type]
+        restore_training_state(state, model)  # last: it sets torch's generator
     remaining = config["n_timesteps"] - start_steps
     start = time.perf_counter()
     with _stop_on_signals() as stopper:
         model.learn(remaining, callback=[stopper, *callbacks], progress_bar=progress_bar, reset_num_timesteps=False)
     seconds = time.perf_counter() - start
     model.save(run_dir / "model.zip")
+    if stopper.received is None:  # stopped at a rollout boundary: the run can continue exactly from here
+        save_training_state(run_dir / "model.zip", model, eval_env)  # type: ignore[arg-type]
+    else:
+        state_path(run_dir / "model.zip").unlink(missing_ok=True)
     _record_paths(model, run_dir, config)
     _summary(model, run_dir, config, evaluation, seconds, model.num_timesteps - start_steps)
     if stopper.received is not None:
@@ -210,6 +236,31 @@ def _learn(model: PPO, run_dir: pathlib.Path, config: dict[str, Any], progress_b
         )
         return INTERRUPTED
     return 0
+
+
+class RolloutCheckpoint(BaseCallback):
+    """``checkpoints/ppo_<steps>_steps.zip`` at the first rollout start past every ``save_freq`` env steps,
+    with its training state (a rollout boundary: the run continues from it exactly)."""
+
+    def __init__(self, save_freq: int, folder: pathlib.Path, eval_env: Any = None) -> None:
+        super().__init__()
+        self.save_freq, self.folder, self.eval_env = save_freq, folder, eval_env
+        self.next_save = 0
+
+    def _on_training_start(self) -> None:
+        self.next_save = (self.num_timesteps // self.save_freq + 1) * self.save_freq
+
+    def _on_rollout_start(self) -> None:
+        if self.num_timesteps < self.next_save:
+            return
+        path = self.folder / f"ppo_{self.num_timesteps}_steps.zip"
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self.model.save(path)
+        save_training_state(path, self.model, self.eval_env)
+        self.next_save = (self.num_timesteps // self.save_freq + 1) * self.save_freq
+
+    def _on_step(self) -> bool:
+        return True
 
 
 def _record_paths(model: PPO, run_dir: pathlib.Path, config: dict[str, Any]) -> None:

@@ -150,6 +150,7 @@ class MujocoVectorEnv(VectorEnv):
         self._rngs = [np_random()[0] for _ in range(num_envs)]
         self._steps = np.zeros(num_envs, dtype=np.int64)
         self._needs_reset = True
+        self._restored_before: State | None = None  # set_state's copy of the fields the next step reads as before
         self.closed = False
 
     @classmethod
@@ -230,13 +231,47 @@ class MujocoVectorEnv(VectorEnv):
         self.template.close()
         self.closed = True
 
+    # -- state, to continue a run exactly ------------------------------------------------------
+
+    def get_state(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+        """Everything the next ``step`` depends on: arrays (each copy's physics state row, episode steps, the
+        fields the task reads from before a step, contact forces) and JSON-able values (each copy's generator)."""
+        arrays = {"physics": self._batch.state.copy(), "steps": self._steps.copy()}
+        arrays |= {f"before_{name}": self._state[name].copy() for name in self.task.before_fields}
+        if self._contact is not None:
+            arrays["cfrc_ext"] = self._contact.cfrc_ext.copy()
+        meta = {"env": self.name, "num_envs": self.num_envs, "needs_reset": self._needs_reset}
+        meta["rngs"] = [rng.bit_generator.state for rng in self._rngs]
+        return arrays, meta
+
+    def set_state(self, arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> None:
+        """Continue from what :meth:`get_state` returned (of an env built alike: same task, copies and keywords)."""
+        if (meta["env"], meta["num_envs"]) != (self.name, self.num_envs) or arrays[
+            "physics"
+        ].shape != self._batch.state.shape:
+            raise ValueError(
+                f"{self.name}: the saved state is of {meta['env']} with {meta['num_envs']} copies "
+                f"(state rows {arrays['physics'].shape}); this env has {self.num_envs} "
+                f"(rows {self._batch.state.shape})."
+            )
+        self._batch.state[:] = arrays["physics"]
+        self._steps[:] = arrays["steps"]
+        for rng, state in zip(self._rngs, meta["rngs"], strict=True):
+            rng.bit_generator.state = state
+        self._restored_before = {name: arrays[f"before_{name}"].copy() for name in self.task.before_fields}
+        if self._contact is not None:
+            self._contact.cfrc_ext[:] = arrays["cfrc_ext"]
+        self._needs_reset = bool(meta["needs_reset"])
+        self._render_stale = True
+
     # -- stepping -------------------------------------------------------------------------------
 
     def _simulate(self, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, Info]:
         """Step every copy (no truncation, no reset): float64 observations, rewards, terminations, info terms."""
         if self._needs_reset:
             raise RuntimeError(f"{self.name}: call reset() before step().")
-        before = {name: self._state[name].copy() for name in self.task.before_fields}
+        before = self._restored_before or {name: self._state[name].copy() for name in self.task.before_fields}
+        self._restored_before = None
         self._ctrl[:] = actions
         self._batch.step(nstep=self.frame_skip)  # mj_step frame_skip times per copy, as MujocoEnv.do_simulation
         if self._contact is not None:

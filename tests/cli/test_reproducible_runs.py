@@ -72,32 +72,58 @@ def finished(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
 
 
 def interrupted_copy(run: pathlib.Path, folder: pathlib.Path) -> pathlib.Path:
-    """The run as if it had been killed just before its 1024-step checkpoint (after the evaluation at 768)."""
+    """The run as if it had been killed after its evaluation at 768 steps, its last checkpoint at 512."""
     copy = pathlib.Path(shutil.copytree(run, folder / run.name))
-    (copy / "model.zip").unlink()
-    (copy / "checkpoints" / "ppo_1024_steps.zip").unlink()
+    for name in ("model.zip", "model.state.npz"):
+        (copy / name).unlink()
+    assert sorted(path.name for path in (copy / "checkpoints").iterdir()) == [
+        "ppo_512_steps.state.npz",
+        "ppo_512_steps.zip",
+    ]
     with np.load(copy / "evaluations.npz") as history:
         keep = history["timesteps"] <= 768
         np.savez(copy / "evaluations.npz", **{key: history[key][keep] for key in history.files})
     return copy
 
 
-def test_resume_drops_later_evaluations_and_repeats_exactly(finished: pathlib.Path, tmp_path: pathlib.Path) -> None:
+def test_a_resumed_run_ends_as_the_uninterrupted_run(finished: pathlib.Path, tmp_path: pathlib.Path) -> None:
+    """From its last checkpoint (later evaluations dropped and made again), with the same results to the bit."""
     first, second = interrupted_copy(finished, tmp_path / "a"), interrupted_copy(finished, tmp_path / "b")
     for run in (first, second):
         assert main(["train", "--resume", str(run), "--no-progress-bar"]) == 0
         with np.load(run / "evaluations.npz") as history:
             assert list(history["timesteps"]) == [256, 512, 768, 1024]  # 768 made again once, not twice
-    assert_same_model(first / "model.zip", second / "model.zip")
-    assert_same_evaluations(first, second)
-    assert training_columns(first / "progress-from-512.csv") == training_columns(second / "progress-from-512.csv")
+        assert_same_model(run / "model.zip", finished / "model.zip")
+        assert_same_model(run / "best_model.zip", finished / "best_model.zip")
+        assert_same_evaluations(run, finished)
+    for key, values in training_columns(first / "progress-from-512.csv").items():
+        if key.startswith("train/"):  # the updates after step 512 are the uninterrupted run's last ones
+            logged = [value for value in values if value]
+            whole = [value for value in training_columns(finished / "progress.csv")[key] if value]
+            assert len(logged) >= 3 and logged == whole[-len(logged) :]
 
-    # the CLI's resume is the documented continuation: load the checkpoint with an env seeded seed + 1, learn on
+
+def test_a_run_resumed_from_its_finished_model_continues_as_one_longer_run(tmp_path: pathlib.Path) -> None:
+    longer = train(tmp_path / "long", ENV, "--n-timesteps", "1536")
+    shorter = train(tmp_path / "short")  # 1024 steps: its model.zip ends at a rollout boundary, with its state
+    assert (shorter / "model.state.npz").is_file()
+    assert main(["train", "--resume", str(shorter), "--n-timesteps", "1536", "--no-progress-bar"]) == 0
+    assert_same_model(shorter / "model.zip", longer / "model.zip")
+    assert_same_evaluations(shorter, longer)
+
+
+def test_without_a_training_state_a_resume_starts_new_episodes(finished: pathlib.Path, tmp_path: pathlib.Path) -> None:
+    """The documented continuation: load the checkpoint with an env seeded seed + 1, learn on."""
+    run = interrupted_copy(finished, tmp_path)
+    (run / "checkpoints" / "ppo_512_steps.state.npz").unlink()
+    assert main(["train", "--resume", str(run), "--no-progress-bar"]) == 0
     model = PPO.load(finished / "checkpoints" / "ppo_512_steps.zip", env=make_env_from_id(ENV, n_envs=2, seed=5))
     model.learn(512, reset_num_timesteps=False)
-    resumed = PPO.load(first / "model.zip")
+    resumed = PPO.load(run / "model.zip")
     for x, y in zip(model.policy.state_dict().values(), resumed.policy.state_dict().values(), strict=True):
         np.testing.assert_array_equal(x.numpy(), y.numpy())
+    pairs = zip(weights(run / "model.zip"), weights(finished / "model.zip"), strict=True)
+    assert not all(np.array_equal(x, y) for x, y in pairs)  # new episodes: another run than the uninterrupted one
 
 
 def test_a_finished_run_is_not_retrained_unless_the_budget_grows(

@@ -154,3 +154,23 @@ def assert_infos_equal(ours: dict[str, Any], theirs: dict[str, Any], where: str 
         else:
             assert ours[key].dtype == theirs[key].dtype, f"{where}: dtype of {key}"
             np.testing.assert_array_equal(ours[key][mask], theirs[key][mask], err_msg=f"{where}: {key}")
+
+
+@pytest.mark.parametrize("name", ["Ant", "Humanoid", "Hopper", "Reacher"])
+def test_a_saved_state_continues_exactly_in_another_env(name: str) -> None:
+    """get_state / set_state (what a resumed run restores): the same steps, infos and resets afterwards."""
+    first, second = (gym.make_vec(f"roboppo/{name}-v5", num_envs=3, max_episode_steps=40) for _ in range(2))
+    first.reset(seed=1)
+    second.reset(seed=99)
+    rng, space = np.random.default_rng(0), first.action_space
+    for _ in range(25):
+        first.step(rng.uniform(space.low, space.high).astype(np.float32))
+    second.set_state(*first.get_state())
+    for step in range(60):  # across the 40-step truncation, so resets draw from the restored generators
+        actions = rng.uniform(space.low, space.high).astype(np.float32)
+        a, b = first.step(actions), second.step(actions)
+        for x, y in zip(a[:4], b[:4], strict=True):
+            np.testing.assert_array_equal(x, y, err_msg=f"{name} at step {step}")
+        assert_infos_equal(a[4], b[4], f"{name} info at step {step}")
+    with pytest.raises(ValueError, match="saved state is of roboppo/Walker2d-v5"):
+        second.set_state(*gym.make_vec("roboppo/Walker2d-v5", num_envs=3).get_state())
