@@ -18,11 +18,13 @@ from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.utils import LinearSchedule
 from stable_baselines3.common.vec_env import VecNormalize
 
+import roboppo_envs
+
 GYMNASIUM_TWIN = {
     "RoboInvertedPendulum-v0": "InvertedPendulum-v5",
     "RoboInvertedDoublePendulum-v0": "InvertedDoublePendulum-v5",
     "RoboHopper-v0": "Hopper-v5",
-}
+} | {f"roboppo/{name}-v5": f"{name}-v5" for name in roboppo_envs.SUITE_NAMES}
 
 _BIG_RELU = {
     "log_std_init": -2.0, "ortho_init": False, "activation_fn": th.nn.ReLU,
@@ -43,7 +45,18 @@ RL_ZOO3_PPO: dict[str, dict[str, Any]] = {
         "clip_range": 0.2, "n_epochs": 5, "gae_lambda": 0.99, "max_grad_norm": 0.7, "vf_coef": 0.835671,
         "policy_kwargs": _BIG_RELU,
     },
+    "roboppo/HalfCheetah-v5": {
+        "n_steps": 512, "batch_size": 64, "gamma": 0.98, "learning_rate": 2.0633e-05, "ent_coef": 0.000401762,
+        "clip_range": 0.1, "n_epochs": 20, "gae_lambda": 0.92, "max_grad_norm": 0.8, "vf_coef": 0.58096,
+        "policy_kwargs": _BIG_RELU,
+    },
+    "roboppo/Walker2d-v5": {
+        "n_steps": 512, "batch_size": 32, "gamma": 0.99, "learning_rate": 5.05041e-05, "ent_coef": 0.000585045,
+        "clip_range": 0.1, "n_epochs": 20, "gae_lambda": 0.95, "max_grad_norm": 1.0, "vf_coef": 0.871923,
+    },
 }  # fmt: skip
+# the suite ids of the three tasks above share their settings
+RL_ZOO3_PPO |= {roboppo_envs.ROBO_SUITE_TWINS[robo]: RL_ZOO3_PPO[robo] for robo in roboppo_envs.ROBO_SUITE_TWINS}
 
 
 def rl_zoo3_cartpole() -> dict[str, Any]:

@@ -21,6 +21,8 @@ from __future__ import annotations
 import argparse
 import concurrent.futures
 import dataclasses
+import functools
+import json
 import multiprocessing
 import os
 import pathlib
@@ -29,9 +31,11 @@ import statistics
 import sys
 import threading
 import time
+from collections.abc import Callable
 
 import gymnasium as gym
 import numpy as np
+import torch as th
 from stable_baselines3.common.evaluation import evaluate_policy
 
 import roboppo_envs
@@ -50,6 +54,9 @@ DEFAULT_ENVS = ["RoboInvertedPendulum-v0", "RoboInvertedDoublePendulum-v0", "Rob
 # the return each entry is tuned to reach (README, "Results"); other ids use their reward_threshold
 TARGETS = {"RoboHopper-v0": 3000.0, "RoboInvertedDoublePendulum-v0": 9100.0, "RoboInvertedPendulum-v0": 950.0}
 ROBOPPO, STOCK = "roboppo", "sb3 + rl-zoo3"
+
+
+Runner = Callable[[argparse.Namespace, str, int], "Row"]
 
 
 @dataclasses.dataclass
@@ -149,22 +156,33 @@ def resumable_run(log_folder: pathlib.Path) -> pathlib.Path | None:
 
 
 def run_sb3(args: argparse.Namespace, env_id: str, seed: int, budget: int) -> Row:
+    """Stock SB3 on the Gymnasium twin; the row is kept in ``<out>/sb3/<env>/seed<seed>.json`` for a re-run to reuse."""
+    done = args.out / "sb3" / file_name(env_id) / f"seed{seed}.json"
+    if done.is_file():
+        row = Row(**json.loads(done.read_text()))
+        if row.steps >= budget:
+            return row
+    if args.jobs > 1:
+        th.set_num_threads(1)  # one core per run, as roboppo's runs beside it
     model, env, seconds = train_stock_sb3(env_id, seed, budget)
     final = evaluate_stock_sb3(model, env, env_id, 20_000 + seed, episodes=args.final_episodes)
-    return Row(env_id, STOCK, seed, model.num_timesteps, seconds, final, episodes=args.final_episodes)
+    row = Row(env_id, STOCK, seed, model.num_timesteps, seconds, final, episodes=args.final_episodes)
+    done.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(done, json.dumps(dataclasses.asdict(row)))
+    return row
 
 
-def _quiet_run_roboppo(args: argparse.Namespace, env_id: str, seed: int) -> Row:
-    """:func:`run_roboppo` in a worker process, its training output kept out of the parent's terminal."""
+def _quiet(runner: Runner, args: argparse.Namespace, env_id: str, seed: int) -> Row:
+    """``runner`` in a worker process, its training output kept out of the parent's terminal."""
     import contextlib
     import io
 
     with contextlib.redirect_stdout(io.StringIO()):
-        return run_roboppo(args, env_id, seed)
+        return runner(args, env_id, seed)
 
 
-def roboppo_rows(args: argparse.Namespace, env_id: str, done: list[Row]) -> list[Row]:
-    """Every seed's run, ``--jobs`` at a time in fresh processes (one at a time in this one).
+def seed_rows(args: argparse.Namespace, runner: Runner, env_id: str, done: list[Row]) -> list[Row]:
+    """``runner`` for every seed, ``--jobs`` at a time in fresh processes (one at a time in this one).
 
     As each run ends, ``benchmark.md`` is rewritten with it and the ``done`` rows before it, so an
     interrupted benchmark leaves the table of what finished.
@@ -178,12 +196,12 @@ def roboppo_rows(args: argparse.Namespace, env_id: str, done: list[Row]) -> list
 
     if args.jobs == 1:
         for seed in seeds:
-            finished(run_roboppo(args, env_id, seed))
+            finished(runner(args, env_id, seed))
         return rows
     context = multiprocessing.get_context("spawn")  # JAX and MuJoCo's threads do not survive a fork
     watch = {"initializer": exit_with_parent, "initargs": (os.getpid(),)}  # no orphans if the benchmark is killed
     with concurrent.futures.ProcessPoolExecutor(args.jobs, mp_context=context, **watch) as pool:  # type: ignore[call-overload]
-        futures = [pool.submit(_quiet_run_roboppo, args, env_id, seed) for seed in seeds]
+        futures = [pool.submit(_quiet, runner, args, env_id, seed) for seed in seeds]
         for future in concurrent.futures.as_completed(futures):
             finished(future.result())
     return sorted(rows, key=lambda r: r.seed)
@@ -275,12 +293,10 @@ def benchmark(args: argparse.Namespace) -> int:
     check_log_folder(args.out, "--out")
     rows: list[Row] = []
     for env_id in args.envs:
-        mine = roboppo_rows(args, env_id, rows)
+        mine = seed_rows(args, run_roboppo, env_id, rows)
         rows += mine
-        if not args.no_sb3 and env_id in RL_ZOO3_PPO:
-            for row in mine:
-                rows.append(_announce(run_sb3(args, env_id, row.seed, row.steps)))
-                write_report(args, rows)
+        if not args.no_sb3 and env_id in RL_ZOO3_PPO:  # the same seeds and env steps as roboppo's runs
+            rows += seed_rows(args, functools.partial(run_sb3, budget=mine[0].steps), env_id, rows)
         runs = sorted((args.out / "runs" / file_name(env_id)).glob("seed*/*"))
         plot(argparse.Namespace(runs=runs, out=args.out / f"{file_name(env_id)}.png"))
         finals = {
