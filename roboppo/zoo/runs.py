@@ -24,7 +24,6 @@ import yaml
 
 from roboppo.common.errors import UserInputError
 from roboppo.common.files import write_atomic
-from roboppo.common.training_state import state_path
 
 CONFIG_FILE = "config.yml"
 CHECKPOINTS = "checkpoints"
@@ -110,6 +109,8 @@ def saved_steps(path: pathlib.Path) -> int:
 def resume_point(run_dir: pathlib.Path) -> tuple[pathlib.Path, int]:
     """The model to continue a run from: the one with the most steps among ``model.zip`` and the checkpoints
     that have a training state beside them (so the run continues exactly), else among all of them."""
+    from roboppo.common.training_state import state_path  # imports torch: not at `roboppo-zoo --help`
+
     candidates = [run_dir / "model.zip"] if (run_dir / "model.zip").is_file() else []
     candidates += [
         path for path in sorted((run_dir / CHECKPOINTS).glob("ppo_*_steps.zip"))
