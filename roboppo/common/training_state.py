@@ -52,7 +52,7 @@ def save_training_state(model_path: pathlib.Path, model: BaseAlgorithm, eval_env
             env_arrays, meta[prefix] = venv.get_state()  # type: ignore[attr-defined]
             arrays |= {f"{prefix}/{key}": value for key, value in env_arrays.items()}
     with atomic_target(state_path(model_path)) as partial, open(partial, "wb") as file:
-        np.savez(file, meta=np.array(json.dumps(meta)), **arrays)
+        np.savez(file, **(arrays | {"meta": np.array(json.dumps(meta))}))  # type: ignore[arg-type]
     return True
 
 

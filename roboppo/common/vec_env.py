@@ -82,7 +82,7 @@ class GymnasiumVecEnv(VecEnv):
         return arrays | {"episode_returns": self._returns.copy(), "episode_lengths": self._lengths.copy()}, meta
 
     def set_state(self, arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> None:
-        self.vector_env.set_state(arrays, meta)
+        self.vector_env.set_state(arrays, meta)  # type: ignore[attr-defined]
         self._returns[:], self._lengths[:] = arrays["episode_returns"], arrays["episode_lengths"]
         self._seeds = list(meta["pending_seeds"])
 

@@ -143,6 +143,10 @@ class PPO(SB3PPO):
         self._settings = {name: _yaml_value(value) for name, value in (given | settings).items() if name in _SETTINGS}
         self.paths_run: dict[str, list[str]] = {"sampler": [], "update": []}
         self._paths_said: set[tuple[str, str]] = set()
+        # observation statistics the weights were trained with (while sampling with newer ones), and the newer
+        # ones kept for the next rollout (while at rest): see trained_pair
+        self._trained_statistics: list[dict[str, th.Tensor]] | None = None
+        self._next_statistics: list[dict[str, th.Tensor]] | None = None
         super().__init__(**(given | settings))
         if entry is not None and self.verbose >= 1:
             print(describe(entry.source, self.hyperparams, replaced))

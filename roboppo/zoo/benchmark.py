@@ -79,7 +79,7 @@ def final_evaluation(model: PPO, env_id: str, seed: int, episodes: int) -> tuple
         model, eval_env, n_eval_episodes=episodes, deterministic=True, return_episode_rewards=True
     )
     limit = gym.spec(env_id).max_episode_steps
-    early = sum(1 for length in lengths if limit is not None and length < limit)  # type: ignore[union-attr]
+    early = 0 if limit is None else int(np.sum(np.asarray(lengths) < limit))
     return float(np.mean(returns)), early
 
 

@@ -338,7 +338,9 @@ class AntTask(GaussianVelocityMixin, FreeBodyTask):
 class HumanoidBodyTask(FreeBodyTask):
     """What Humanoid and HumanoidStandup share: observation parts, tendon infos, the quadratic costs."""
 
-    fields = ("qpos", "qvel", "ctrl", "cinert", "cvel", "qfrc_actuator", "cfrc_ext", "ten_length", "ten_velocity")
+    fields: ClassVar[tuple[str, ...]] = (
+        "qpos", "qvel", "ctrl", "cinert", "cvel", "qfrc_actuator", "cfrc_ext", "ten_length", "ten_velocity",
+    )  # fmt: skip
 
     def __init__(self, env: Any) -> None:
         super().__init__(env)
