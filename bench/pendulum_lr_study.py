@@ -33,6 +33,9 @@ SETTINGS: dict[str, dict] = {
     "lin1e-3": {"learning_rate": LinearSchedule(1e-3)},
     "lin2e-3": {"learning_rate": LinearSchedule(2e-3)},
     "lin2e-3-ent1e-2": {"learning_rate": LinearSchedule(2e-3), "ent_coef": 0.01},
+    "lin2e-3-clip-lin": {"learning_rate": LinearSchedule(2e-3), "clip_range": LinearSchedule(0.2)},
+    "lin2e-3-8envs": {"learning_rate": LinearSchedule(2e-3), "n_envs": 8, "n_steps": 32},
+    "lin2e-3-std-0.5": {"learning_rate": LinearSchedule(2e-3), "policy_kwargs": {"log_std_init": -0.5}},
 }
 
 

@@ -174,3 +174,10 @@ def test_a_saved_state_continues_exactly_in_another_env(name: str) -> None:
         assert_infos_equal(a[4], b[4], f"{name} info at step {step}")
     with pytest.raises(ValueError, match="saved state is of roboppo/Walker2d-v5"):
         second.set_state(*gym.make_vec("roboppo/Walker2d-v5", num_envs=3).get_state())
+
+
+def test_an_unknown_task_names_the_suite() -> None:
+    from roboppo_envs.mujoco import MujocoVectorEnv
+
+    with pytest.raises(ValueError, match=r"unknown MuJoCo task 'Cheetah'; the v5 suite has Ant, HalfCheetah, Hopper"):
+        MujocoVectorEnv(2, task="Cheetah")
