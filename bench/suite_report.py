@@ -27,7 +27,7 @@ SUITE = pathlib.Path(__file__).parent / "results" / "suite"
 
 # published results at 1M steps (rl-baselines3-zoo's benchmark table; CleanRL's ppo_continuous_action)
 ANCHORS: dict[str, dict[str, float]] = {
-    "HalfCheetah": {"rl-zoo3 PPO": 5819, "rl-zoo3 TRPO": 4933},
+    "HalfCheetah": {"rl-zoo3 PPO": 5819},
     "Walker2d": {"rl-zoo3 PPO": 3479, "rl-zoo3 TRPO": 4933},
     "Ant": {"rl-zoo3 PPO": 1327, "rl-zoo3 TRPO": 4982},
     "Swimmer": {"rl-zoo3 PPO": 282, "rl-zoo3 TRPO": 366},
@@ -58,13 +58,23 @@ def read_seeds(table: pathlib.Path) -> tuple[str, list[Seed]]:
 
 
 def curves(folder: pathlib.Path) -> tuple[np.ndarray, np.ndarray] | None:
-    """Evaluation steps and returns ``[seeds, evaluations]`` of every run under ``folder``, cut to the shortest."""
+    """Evaluation steps and returns ``[seeds, evaluations]`` of every run under ``folder``, cut to the shortest.
+
+    The run folders are not committed (their models are large): what they hold is kept in ``curves.npz``.
+    """
     histories = [read_evaluations(path) for path in sorted(folder.glob("runs/*/seed*/*/evaluations.npz"))]
+    kept = folder / "curves.npz"
     if not histories:
-        return None
+        if not kept.is_file():
+            return None
+        with np.load(kept) as saved:
+            return saved["steps"], saved["returns"]
     length = min(len(h["timesteps"]) for h in histories)
     returns = np.stack([np.asarray(h["results"])[:length].mean(axis=1) for h in histories])
-    return np.asarray(histories[0]["timesteps"])[:length], returns
+    steps = np.asarray(histories[0]["timesteps"])[:length]
+    with atomic_target(kept) as partial, open(partial, "wb") as file:
+        np.savez(file, steps=steps, returns=returns)
+    return steps, returns
 
 
 def summary(tasks: dict[str, tuple[str, list[Seed]]]) -> str:
