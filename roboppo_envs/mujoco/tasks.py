@@ -390,9 +390,11 @@ class HumanoidTask(HumanoidBodyTask):
         self.body_mass: np.ndarray = env.model.body_mass
 
     def mass_center(self, xipos: np.ndarray) -> np.ndarray:
-        """Gymnasium's ``mass_center`` (``x, y`` of the mass-weighted mean of ``xipos``) of each copy."""
-        total = self.body_mass.sum()
-        return np.stack([np.einsum("b,bj->j", self.body_mass, row) / total for row in xipos])[:, :2]
+        """Gymnasium's ``mass_center`` (``x, y`` of the mass-weighted mean of ``xipos``) of each copy.
+
+        Its ``einsum("b,bj->j")`` adds the bodies' terms in order, as this sum over the body axis does."""
+        weighted = (self.body_mass[None, :, None] * xipos).sum(axis=1)
+        return (weighted / self.body_mass.sum())[:, :2]
 
     def step(
         self, before: State, state: State, actions: np.ndarray, obs: np.ndarray

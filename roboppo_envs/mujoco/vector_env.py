@@ -43,6 +43,10 @@ from roboppo_envs.mujoco.tasks import (
 
 #: ``MjData`` fields that are state (set by a reset, read by ``mj_step``), not computed from it
 STATE_FIELDS = ("qpos", "qvel")
+#: a reset of at most ``FEW_RESETS_DOFS // nv`` copies (at least 2) runs ``mj_forward`` in this thread on
+#: one scratch ``MjData``: a batch call wakes its threads, which costs more than a few forwards of a small
+#: model (the double pendulum's take about 5 us each); more copies use the batch's threads
+FEW_RESETS_DOFS = 256
 
 
 def batch_class() -> type[Any]:
@@ -145,6 +149,10 @@ class MujocoVectorEnv(VectorEnv):
         # mj_forward after a reset only computes what the task reads: positions, forces (mj_step recomputes
         # it all from the state before it integrates); a task that reads the state alone skips it
         self._forward_on_reset = not set(self.task.fields) <= set(STATE_FIELDS)
+        # the scratch forward leaves the batch's own derived fields stale, so only for tasks that read none
+        # of them from before a step (the double pendulum, the arms)
+        self._scratch = mujoco.MjData(self.model) if set(self.task.before_fields) <= set(STATE_FIELDS) else None
+        self._few_resets = max(2, FEW_RESETS_DOFS // self.model.nv)
         self._render_stale = False  # copy 0 was reset without mj_forward: its positions are the old episode's
         self._reset_row = self._batch.state[0].copy()
         self._rngs = [np_random()[0] for _ in range(num_envs)]
@@ -294,12 +302,27 @@ class MujocoVectorEnv(VectorEnv):
             self._qpos[index], self._qvel[index] = self.task.initial_state(self._rngs[index])
         if self._contact is not None:
             self._contact.cfrc_ext[copies] = 0.0
-        if self._forward_on_reset:
+        here = self._forward_on_reset and self._scratch is not None and len(copies) <= self._few_resets
+        if self._forward_on_reset and not here:
             self._batch.forward(copies)
-        else:
+        else:  # copy 0's own MjData still holds the old episode's positions
             self._render_stale = self._render_stale or bool(copies[0] == 0)
         rows = {name: array[copies] for name, array in self._state.items()}
+        if here:
+            rows |= self._forward_here(copies)
         return self.task.observe(rows), self.task.reset_info(rows)
+
+    def _forward_here(self, copies: np.ndarray) -> State:
+        """The derived fields the task reads, by ``mj_forward`` of each copy's state row on the scratch ``MjData``."""
+        assert self._scratch is not None
+        derived = [name for name in self._state if name not in STATE_FIELDS and name != "cfrc_ext"]
+        rows = {name: np.empty((len(copies), *self._state[name].shape[1:])) for name in derived}
+        for row, index in enumerate(copies):
+            mujoco.mj_setState(self.model, self._scratch, self._batch.state[index], mujoco.mjtState.mjSTATE_INTEGRATION)
+            mujoco.mj_forward(self.model, self._scratch)
+            for name in derived:
+                rows[name][row] = getattr(self._scratch, name)
+        return rows
 
     # -- checks ---------------------------------------------------------------------------------
 
