@@ -121,8 +121,8 @@ def build_parser() -> argparse.ArgumentParser:
     )  # fmt: skip
     fit.add_argument("--eval-episodes", type=flag_type("eval_episodes"), help="episodes per evaluation (default: 10)")
     fit.add_argument(
-        "--save-freq", type=flag_type("save_freq", allow_off=True), help='env steps between checkpoints, or "off" '
-        "(default: 50000)",
+        "--save-freq", type=flag_type("save_freq", allow_off=True), help="env steps between checkpoints (each at the "
+        'first rollout boundary past a multiple, with its training state), or "off" (default: 50000)',
     )  # fmt: skip
     fit.add_argument(
         "--resume", type=pathlib.Path, default=None, metavar="RUN_DIR",

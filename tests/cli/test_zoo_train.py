@@ -35,14 +35,19 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
 
 def test_train_writes_a_complete_run_folder(run_dir: pathlib.Path) -> None:
     names = {p.name for p in run_dir.iterdir()}
-    assert {"config.yml", "command.txt", "model.zip", "best_model.zip", "evaluations.npz", "progress.csv"} <= names
+    assert {"config.yml", "command.txt", "model.zip", "model.state.npz", "best_model.zip", "evaluations.npz"} <= names
+    assert "progress.csv" in names
     assert any(name.startswith("events.out.tfevents") for name in names)
     config = yaml.safe_load((run_dir / "config.yml").read_text())
     assert config["env"] == ENV and config["seed"] == 3 and config["n_timesteps"] == 1024
     assert config["overrides"] == {"n_steps": 64, "policy_kwargs": {"net_arch": [16]}}
     model = PPO.load(run_dir / "model.zip")
     assert model.n_steps == 64 and model.num_timesteps == 1024
-    assert sorted(p.name for p in (run_dir / "checkpoints").iterdir()) == ["ppo_1024_steps.zip", "ppo_512_steps.zip"]
+    # at the first rollout boundary past each 512 steps, with what a resume needs to continue exactly
+    assert sorted(p.name for p in (run_dir / "checkpoints").iterdir()) == [
+        "ppo_512_steps.state.npz",
+        "ppo_512_steps.zip",
+    ]
     assert list(np.load(run_dir / "evaluations.npz")["timesteps"]) == [256, 512, 768, 1024]
 
 
@@ -80,14 +85,14 @@ def test_config_records_which_sampler_and_update_trained_the_model(run_dir: path
 
 def test_resume_continues_the_step_count_and_the_history(tmp_path: pathlib.Path) -> None:
     run = train(tmp_path)
-    (run / "model.zip").unlink()  # as if interrupted after the last checkpoint
+    (run / "model.zip").unlink()  # as if interrupted after the last checkpoint (512 steps)
     config = yaml.safe_load((run / "config.yml").read_text())
     config["n_timesteps"] = 1536
     (run / "config.yml").write_text(yaml.safe_dump(config))
     assert main(["train", "--resume", str(run), "--no-progress-bar"]) == 0
     assert PPO.load(run / "model.zip").num_timesteps == 1536
     assert list(np.load(run / "evaluations.npz")["timesteps"]) == [256, 512, 768, 1024, 1280, 1536]
-    assert (run / "progress-from-1024.csv").is_file() and (run / "progress.csv").is_file()
+    assert (run / "progress-from-512.csv").is_file() and (run / "progress.csv").is_file()
 
 
 def test_eval_prints_mean_and_std(run_dir: pathlib.Path, capsys: pytest.CaptureFixture) -> None:
@@ -98,7 +103,7 @@ def test_eval_prints_mean_and_std(run_dir: pathlib.Path, capsys: pytest.CaptureF
     assert main(["eval", "--run", str(run_dir), "-n", "1", "--load-checkpoint", "512"]) == 0
     assert "ppo_512_steps.zip" in capsys.readouterr().out
     assert main(["eval", "--run", str(run_dir), "--load-checkpoint", "500"]) == 2
-    assert "no checkpoint at 500 steps; saved: ['ppo_1024_steps.zip', 'ppo_512_steps.zip']" in capsys.readouterr().err
+    assert "no checkpoint at 500 steps; saved: ['ppo_512_steps.zip']" in capsys.readouterr().err
 
 
 def test_enjoy_finds_runs_the_rl_zoo3_way_and_writes_a_video_without_a_display(
