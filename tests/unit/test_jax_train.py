@@ -37,6 +37,8 @@ def twins(**kwargs: Any) -> tuple[PPO, PPO]:
     settings = SMALL | kwargs
     torch_model = PPO("MlpPolicy", "RoboHopper-v0", n_envs=2, train_backend="torch", **settings)
     torch_model.learn(64)  # one rollout and one update, so that the optimizer has state
+    _, callback = torch_model._setup_learn(64, reset_num_timesteps=False)  # and a rollout of the updated policy
+    torch_model.collect_rollouts(torch_model.env, callback, torch_model.rollout_buffer, torch_model.n_steps)
     jax_model = PPO("MlpPolicy", "RoboHopper-v0", n_envs=2, train_backend="jax", **settings)
     jax_model.policy.load_state_dict(torch_model.policy.state_dict())
     # deep copies: load_state_dict would share the moment tensors, which torch's Adam updates in place
@@ -94,7 +96,7 @@ def test_same_steps_with_clipped_values_and_raw_advantages() -> None:
 
 
 def test_target_kl_stops_both_loops_at_the_same_minibatch(capsys: pytest.CaptureFixture[str]) -> None:
-    torch_model, jax_model = twins(target_kl=0.01, learning_rate=1e-2)
+    torch_model, jax_model = twins(target_kl=0.01, learning_rate=0.5)  # Adam's eps is 1: steps near lr x gradient
     torch_model.verbose = jax_model.verbose = 1
     steps_before, updates_before = optimizer_steps(jax_model), jax_model._n_updates
     before = train_both(torch_model, jax_model)
