@@ -84,7 +84,13 @@ def final_evaluation(model: PPO, env_id: str, seed: int, episodes: int) -> tuple
 
 
 def target_of(env_id: str) -> float | None:
+    """The return an env's time to target is measured to: roboppo's own target, else Gymnasium's threshold, if any."""
     return TARGETS.get(env_id, gym.spec(env_id).reward_threshold)
+
+
+def target_text(env_id: str) -> str:
+    target = target_of(env_id)
+    return f"{env_id} {target:,.0f}" if target is not None else f"{env_id} none (no reward threshold)"
 
 
 def run_roboppo(args: argparse.Namespace, env_id: str, seed: int) -> Row:
@@ -263,6 +269,7 @@ def seed_table(rows: list[Row]) -> str:
         steps, seconds = (
             ("not reached", "") if r.to_target is None else (f"{r.to_target[0]:,}", f"{r.to_target[1]:,.0f}")
         )
+        steps, seconds = ("-", "-") if target_of(r.env_id) is None else (steps, seconds)
         if r.system == STOCK:
             steps = "(not evaluated during training)"
         early = "" if r.early_ends is None else f"{r.early_ends} of {r.episodes}"
@@ -274,7 +281,7 @@ def seed_table(rows: list[Row]) -> str:
 
 
 def report(rows: list[Row]) -> str:
-    targets = ", ".join(f"{env_id} {target_of(env_id):,.0f}" for env_id in dict.fromkeys(r.env_id for r in rows))
+    targets = ", ".join(target_text(env_id) for env_id in dict.fromkeys(r.env_id for r in rows))
     return (
         f"{summary_table(rows)}\n\nFinal return: mean of {rows[0].episodes} deterministic episodes on a fresh env "
         "after training (an episode ended early: terminated before the time limit, a fall). IQM: "

@@ -353,3 +353,11 @@ def test_a_benchmark_continues_an_unfinished_run_from_its_checkpoint_to_the_same
     first, second = PPO.load(whole / "model.zip"), PPO.load(run / "model.zip")
     for x, y in zip(first.policy.state_dict().values(), second.policy.state_dict().values(), strict=True):
         np.testing.assert_array_equal(x.numpy(), y.numpy())
+
+
+def test_a_benchmark_of_an_env_without_a_reward_threshold_says_so() -> None:
+    from roboppo.zoo.benchmark import ROBOPPO, Row, report
+
+    text = report([Row("roboppo/Walker2d-v5", ROBOPPO, 0, 1000, 5.0, 1234.5, None, 50, 2)])
+    assert "targets: roboppo/Walker2d-v5 none (no reward threshold)" in text
+    assert "| roboppo/Walker2d-v5 | roboppo | 0 | 1,234.5 | 2 of 50 | - | - | 5 s |" in text
