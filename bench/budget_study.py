@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import pathlib
+import tempfile
 
 import gymnasium as gym
 import numpy as np
@@ -29,9 +30,10 @@ def run(env_id: str, seed: int, multiple: int, args: argparse.Namespace) -> tupl
     model = PPO("MlpPolicy", env_id, seed=seed)
     assert model.default_total_timesteps is not None, f"{env_id} has no zoo entry"
     every = max(args.eval_every // model.n_envs, 1)
-    evaluation = EvalCallback(make_env_from_id(env_id, seed=1000 + seed), n_eval_episodes=args.eval_episodes,
-                              eval_freq=every, verbose=0)  # fmt: skip
-    model.learn(multiple * model.default_total_timesteps, callback=evaluation)
+    with tempfile.TemporaryDirectory() as folder:  # SB3's EvalCallback keeps its history only with a log path
+        evaluation = EvalCallback(make_env_from_id(env_id, seed=1000 + seed), n_eval_episodes=args.eval_episodes,
+                                  eval_freq=every, log_path=folder, verbose=0)  # fmt: skip
+        model.learn(multiple * model.default_total_timesteps, callback=evaluation)
     returns, lengths = evaluate_policy(
         model, make_env_from_id(env_id, seed=2000 + seed), n_eval_episodes=args.final_episodes,
         deterministic=True, return_episode_rewards=True,
