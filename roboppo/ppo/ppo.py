@@ -67,7 +67,8 @@ class PPO(SB3PPO):
       (:meth:`trained_pair`).
     - A model built from a zoo entry runs the entry's schedules (a decaying learning rate or clip
       range) over the entry's budget, whatever ``learn`` is given: past the budget they hold their
-      final values, so a longer run does not stretch them.
+      final values, so a longer run does not stretch them. A learning rate of 0 leaves the model as
+      it is (no update, and no update of the observation statistics).
     - Training stops with an error naming the env and step if it returns NaN or inf.
     - ``set_env`` accepts an env with another number of copies; ``save`` never leaves a
       half-written file; extra TensorBoard scalars ``obs_norm/*``.
@@ -361,7 +362,14 @@ class PPO(SB3PPO):
 
         roboppo's policy on its pre-tanh path trains through :mod:`~roboppo.ppo.jax_train` or
         :mod:`~roboppo.ppo.torch_train` (see ``train_backend``); any other policy through SB3's ``train``.
+        With a learning rate of 0 (an entry's decaying schedule past its budget) nothing changes: no
+        gradient step could move the weights, so the statistics stay the ones they were trained with.
         """
+        if self.lr_schedule(self._current_progress_remaining) == 0.0 and not isinstance(
+            self.learning_rate, KLAdaptiveLR
+        ):
+            self.logger.record("train/learning_rate", 0.0)
+            return
         backend = getattr(self, "train_backend", "auto")  # models saved before the option train as "auto"
         choice = update_choice(self.policy, backend)
         self._path_ran("update", choice)

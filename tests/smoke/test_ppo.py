@@ -223,3 +223,16 @@ def test_batched_mujoco_env_trains_saves_and_loads(tmp_path: pathlib.Path, tiny:
     np.testing.assert_array_equal(model.predict(obs, deterministic=True)[0], loaded.predict(obs, deterministic=True)[0])
     mean_return, _ = evaluate_policy(loaded, make_env_from_id("RoboHopper-v0", n_envs=2, seed=1), n_eval_episodes=4)
     assert 0 < mean_return < 1000
+
+
+def test_past_an_entrys_budget_a_longer_run_ends_with_the_same_model(tiny: dict[str, Any]) -> None:
+    """The entry's learning rate reaches 0 at its budget: 4x the budget gives the budget's model, bit for bit."""
+    models = []
+    for steps in (256, 1024):
+        model = PPO("MlpPolicy", "RoboInvertedDoublePendulum-v0", n_envs=2, seed=0, **tiny)
+        model.default_total_timesteps = 256  # as if the entry's budget were 256 steps
+        models.append(model.learn(steps))
+    budget, longer = (model.policy.state_dict() for model in models)
+    assert models[1].num_timesteps == 1024
+    for key, value in budget.items():
+        th.testing.assert_close(longer[key], value, rtol=0, atol=0, msg=key)
