@@ -54,7 +54,7 @@ def main() -> None:
     parser.add_argument("--out", type=pathlib.Path, default=None)
     args = parser.parse_args()
     lines = [
-        f"**{args.env}: the entry's budget and {'x, '.join(map(str, args.multiples))}x it**, same seeds "
+        f"**{args.env} at {'x, '.join(map(str, args.multiples))}x the entry's budget**, same seeds "
         f"(evaluations of {args.eval_episodes} deterministic episodes every {args.eval_every:,} steps; final model on "
         f"{args.final_episodes} episodes, those that ended before the time limit counted).",
         "",
