@@ -85,7 +85,9 @@ def summary(tasks: dict[str, tuple[str, list[Seed]]]) -> str:
     for task, (_, seeds) in tasks.items():
         finals = np.array([s.final for s in seeds])
         interval = iqm_intervals({task: finals})[task]
-        falls = ", ".join(s.early for s in seeds if s.early and not s.early.startswith("0 of"))
+        counted = [tuple(int(n) for n in s.early.split(" of ")) for s in seeds if s.early]
+        fell = [early for early, _ in counted if early]
+        falls = f"{sum(fell)} of {sum(n for _, n in counted)} ({len(fell)} seeds)" if fell else ""
         anchors = ", ".join(f"{name} {value:,.0f}" for name, value in ANCHORS.get(task, {}).items())
         lines.append(
             f"| {task} | {len(seeds)} | {interval} | {finals.mean():,.0f} ± {finals.std():,.0f} | {finals.min():,.0f} "
