@@ -60,9 +60,11 @@ def read_seeds(table: pathlib.Path) -> tuple[str, list[Seed]]:
 def curves(folder: pathlib.Path) -> tuple[np.ndarray, np.ndarray] | None:
     """Evaluation steps and returns ``[seeds, evaluations]`` of every run under ``folder``, cut to the shortest.
 
-    The run folders are not committed (their models are large): what they hold is kept in ``curves.npz``.
+    The run folders are not committed (their models are large): the benchmark keeps a copy of each
+    run's evaluations in ``rows/``; tables from before that keep theirs in ``curves.npz``.
     """
-    histories = [read_evaluations(path) for path in sorted(folder.glob("runs/*/seed*/*/evaluations.npz"))]
+    kept_runs = sorted(folder.glob("rows/*/seed*.npz")) or sorted(folder.glob("runs/*/seed*/*/evaluations.npz"))
+    histories = [read_evaluations(path) for path in kept_runs]
     kept = folder / "curves.npz"
     if not histories:
         if not kept.is_file():

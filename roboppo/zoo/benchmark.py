@@ -41,7 +41,7 @@ from stable_baselines3.common.evaluation import evaluate_policy
 import roboppo_envs
 from roboppo.common.env_util import check_env_id, make_env_from_id
 from roboppo.common.errors import UserInputError
-from roboppo.common.files import write_atomic
+from roboppo.common.files import atomic_target, write_atomic
 from roboppo.common.hparams import load_ppo_hparams
 from roboppo.common.training_state import state_path
 from roboppo.ppo import PPO
@@ -108,6 +108,9 @@ def run_roboppo(args: argparse.Namespace, env_id: str, seed: int) -> Row:
         env_threads=max(1, available_cpus() // args.jobs) if mujoco_batch and args.jobs > 1 else None,
         params=None, env_kwargs=None, tensorboard_log=None,
     )  # fmt: skip
+    kept = kept_row(args, env_id, ROBOPPO, seed, budget)
+    if kept is not None:
+        return kept
     run_dir = finished_run(log_folder, budget)
     if run_dir is None:
         unfinished = resumable_run(log_folder)
@@ -128,7 +131,36 @@ def run_roboppo(args: argparse.Namespace, env_id: str, seed: int) -> Row:
     final, early = final_evaluation(model, env_id, seed, args.final_episodes)
     target = target_of(env_id)
     reached = None if target is None else time_to_target(run_dir, target)
-    return Row(env_id, ROBOPPO, seed, model.num_timesteps, seconds, final, reached, args.final_episodes, early)
+    row = Row(env_id, ROBOPPO, seed, model.num_timesteps, seconds, final, reached, args.final_episodes, early)
+    keep_row(args, row, run_dir / "evaluations.npz")
+    return row
+
+
+def row_path(args: argparse.Namespace, env_id: str, system: str, seed: int) -> pathlib.Path:
+    """Where a finished run's row is kept: small enough to commit, so a fresh checkout continues the table."""
+    folder = "sb3" if system == STOCK else "rows"
+    return args.out / folder / file_name(env_id) / f"seed{seed}.json"
+
+
+def kept_row(args: argparse.Namespace, env_id: str, system: str, seed: int, budget: int) -> Row | None:
+    """The row an earlier benchmark kept for this run, if it trained the budget and was evaluated as asked."""
+    path = row_path(args, env_id, system, seed)
+    if not path.is_file():
+        return None
+    fields = json.loads(path.read_text())
+    fields["to_target"] = tuple(fields["to_target"]) if fields.get("to_target") else None
+    row = Row(**fields)
+    return row if row.steps >= budget and row.episodes == args.final_episodes else None
+
+
+def keep_row(args: argparse.Namespace, row: Row, evaluations: pathlib.Path | None = None) -> None:
+    """Write ``row`` (and a copy of its periodic evaluations, which draw the learning curves) beside the table."""
+    path = row_path(args, row.env_id, row.system, row.seed)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(path, json.dumps(dataclasses.asdict(row)))
+    if evaluations is not None and evaluations.is_file():
+        with atomic_target(path.with_suffix(".npz")) as partial:
+            partial.write_bytes(evaluations.read_bytes())
 
 
 def finished_run(log_folder: pathlib.Path, budget: int) -> pathlib.Path | None:
@@ -163,18 +195,15 @@ def resumable_run(log_folder: pathlib.Path) -> pathlib.Path | None:
 
 def run_sb3(args: argparse.Namespace, env_id: str, seed: int, budget: int) -> Row:
     """Stock SB3 on the Gymnasium twin; the row is kept in ``<out>/sb3/<env>/seed<seed>.json`` for a re-run to reuse."""
-    done = args.out / "sb3" / file_name(env_id) / f"seed{seed}.json"
-    if done.is_file():
-        row = Row(**json.loads(done.read_text()))
-        if row.steps >= budget:
-            return row
+    kept = kept_row(args, env_id, STOCK, seed, budget)
+    if kept is not None:
+        return kept
     if args.jobs > 1:
         th.set_num_threads(1)  # one core per run, as roboppo's runs beside it
     model, env, seconds = train_stock_sb3(env_id, seed, budget)
     final = evaluate_stock_sb3(model, env, env_id, 20_000 + seed, episodes=args.final_episodes)
     row = Row(env_id, STOCK, seed, model.num_timesteps, seconds, final, episodes=args.final_episodes)
-    done.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(done, json.dumps(dataclasses.asdict(row)))
+    keep_row(args, row)
     return row
 
 
@@ -305,7 +334,8 @@ def benchmark(args: argparse.Namespace) -> int:
         if not args.no_sb3 and env_id in RL_ZOO3_PPO:  # the same seeds and env steps as roboppo's runs
             rows += seed_rows(args, functools.partial(run_sb3, budget=mine[0].steps), env_id, rows)
         runs = sorted((args.out / "runs" / file_name(env_id)).glob("seed*/*"))
-        plot(argparse.Namespace(runs=runs, out=args.out / f"{file_name(env_id)}.png"))
+        if runs:  # absent when every row was kept from an earlier checkout
+            plot(argparse.Namespace(runs=runs, out=args.out / f"{file_name(env_id)}.png"))
         finals = {
             s: np.array([r.final_return for r in rows if r.env_id == env_id and r.system == s])
             for s in (ROBOPPO, STOCK)

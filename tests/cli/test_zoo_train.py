@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import pathlib
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -206,6 +207,14 @@ def test_benchmark_writes_tables_with_intervals_and_plots(tmp_path: pathlib.Path
     assert main([*argv, "--eval-episodes", "2", "--out", str(tmp_path), "--no-sb3"]) == 0  # finished runs reused
     assert sorted((tmp_path / "runs" / ENV).glob("seed*/*")) == runs
     assert [line.split("|")[4] for line in (tmp_path / "benchmark.md").read_text().splitlines()[2:3]] == [" 512 "]
+    table = (tmp_path / "benchmark.md").read_text()
+    assert sorted(p.name for p in (tmp_path / "rows" / ENV).iterdir()) == [
+        f"seed{s}.{x}" for s in (7, 8) for x in ("json", "npz")
+    ]
+    shutil.rmtree(tmp_path / "runs")  # a fresh checkout: the run folders were not committed, the kept rows were
+    assert main([*argv, "--eval-episodes", "2", "--out", str(tmp_path), "--no-sb3"]) == 0
+    assert not (tmp_path / "runs" / ENV).exists()  # nothing trained again
+    assert (tmp_path / "benchmark.md").read_text().split("Every seed")[1] == table.split("Every seed")[1]
 
 
 def test_an_interrupted_benchmark_stops_instead_of_moving_to_the_next_seed(
@@ -347,6 +356,7 @@ def test_a_benchmark_continues_an_unfinished_run_from_its_checkpoint_to_the_same
     (run,) = (tmp_path / "cut" / "runs" / ENV / "seed0").iterdir()
     for path in [run / "model.zip", run / "model.state.npz", *(run / "checkpoints").glob("ppo_[57]*_steps.*")]:
         path.unlink()  # as if killed after the checkpoint at 256 steps (every budget // 4)
+    shutil.rmtree(tmp_path / "cut" / "rows")  # a killed run has kept no row
     assert sorted(p.name for p in (run / "checkpoints").iterdir()) == ["ppo_256_steps.state.npz", "ppo_256_steps.zip"]
     assert main([*argv, "--out", str(tmp_path / "cut")]) == 0
     (whole,) = (tmp_path / "whole" / "runs" / ENV / "seed0").iterdir()
