@@ -65,7 +65,7 @@ class EvalCallback(SB3EvalCallback):
 def read_evaluations(path: pathlib.Path) -> dict[str, Any]:
     """The arrays of an ``evaluations.npz``; :class:`EvaluationHistoryError` naming the file when it is damaged."""
     try:
-        with np.load(path) as history:
+        with np.load(path, allow_pickle=False) as history:
             arrays = {key: history[key] for key in ("timesteps", "results", "ep_lengths")}
     except (zipfile.BadZipFile, OSError, ValueError, KeyError, EOFError) as error:
         raise EvaluationHistoryError(

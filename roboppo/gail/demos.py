@@ -5,11 +5,15 @@ Accepted by :func:`load_demonstrations` (the format is recognised from the file)
 - **OpenAI-baselines expert ``.npz``** (``deterministic.trpo.Hopper.0.00.npz``): keys ``obs``,
   ``acs``, ``rews``, ``ep_rets``; episodes as 3-D arrays ``[episodes, steps, dim]``, or flattened
   ``[steps, dim]`` with episode boundaries in ``episode_starts`` ``[steps]`` or ``ep_lens`` ``[episodes]``.
-- **imitation's saved trajectories**: a pickled list of ``Trajectory``, imitation's legacy ``.npz``
-  (``obs``, ``acts``, ``indices``, ...), or a HuggingFace dataset folder (needs ``datasets``).
+- **imitation's saved trajectories**: imitation's legacy ``.npz`` (``obs``, ``acts``, ``indices``, ...;
+  its ``infos`` object array is left out), a HuggingFace dataset folder (needs ``datasets``), or a
+  pickled list of ``Trajectory`` (only with ``allow_pickle=True``: reading a pickle can run code).
 - **roboppo's format**, written by :func:`save_demonstrations` (``roboppo-zoo collect-demos``):
   an ``.npz`` with ``format = "roboppo-demos-v1"``, flattened ``obs``/``acs``/``rews``,
   ``episode_lengths``, ``final_obs`` and ``terminated`` per episode.
+
+No file is read with pickle unless ``allow_pickle=True``: a pickle, or an ``.npz`` object array
+other than imitation's ``infos``, is refused with an error naming the safe formats.
 
 Every array is checked against the env before any training: missing keys, ``obs``/``acs`` length
 mismatches, dimensions that do not fit the env, NaN values, actions outside the env's action
@@ -39,7 +43,7 @@ from imitation.data.types import Trajectory, TrajectoryWithRew
 
 from roboppo.common.errors import UserInputError
 from roboppo.common.files import atomic_target
-from roboppo.gail.compat import load_imitation_trajectories
+from roboppo.gail.compat import PickleRefusedError, load_imitation_trajectories, read_npz_arrays
 
 ROBOPPO_FORMAT = "roboppo-demos-v1"
 
@@ -74,6 +78,7 @@ def load_demonstrations(
     allow_env_mismatch: bool = False,
     n_demos: int | None = None,
     clip_actions: bool = False,
+    allow_pickle: bool = False,
 ) -> Demonstrations:
     """Read, recognise and validate a demonstration file against ``env`` (an env or an env id).
 
@@ -82,6 +87,8 @@ def load_demonstrations(
     :param n_demos: keep only the first ``n_demos`` episodes (OpenAI baselines' ``traj_limitation``).
     :param clip_actions: clip actions outside the env's action bounds into them (what the physics
         did with them when they were recorded) instead of refusing the file.
+    :param allow_pickle: read pickles (imitation's ``.pkl`` lists, ``.npz`` object arrays). Reading a
+        pickle can run code from the file: only for files you trust (NumPy's ``allow_pickle``).
     """
     file = pathlib.Path(path)
     if not file.exists():
@@ -89,15 +96,15 @@ def load_demonstrations(
     spaces = EnvSpaces.of(env)
     recorded = None
     if file.is_dir() or file.suffix in {".pkl", ".pickle"}:
-        trajectories, source = _from_imitation(file, spaces), "imitation"
+        trajectories, source = _from_imitation(file, spaces, allow_pickle), "imitation"
     else:
-        arrays = _read_npz(file)
+        arrays = _read_npz(file, allow_pickle)
         if arrays.get("format") == ROBOPPO_FORMAT:
             trajectories, source = _from_roboppo(file, arrays), "roboppo"
             recorded = str(arrays["env_id"]) if "env_id" in arrays else None
             _check_env_id(file, recorded, env, allow_env_mismatch)
         elif "indices" in arrays and "acts" in arrays:
-            trajectories, source = _from_imitation(file, spaces), "imitation"
+            trajectories, source = _from_imitation(file, spaces, allow_pickle), "imitation"
         else:
             trajectories, source = _from_baselines(file, arrays, spaces, n_demos), "openai-baselines"
     trajectories = _first(file, trajectories, n_demos)
@@ -165,10 +172,11 @@ def _write_arrays(handle: Any, trajectories: Sequence[TrajectoryWithRew], env_id
     )
 
 
-def _read_npz(file: pathlib.Path) -> dict[str, Any]:
+def _read_npz(file: pathlib.Path, allow_pickle: bool) -> dict[str, Any]:
     try:
-        with np.load(file, allow_pickle=False) as data:
-            arrays = {key: data[key] for key in data.files}
+        arrays = read_npz_arrays(file, allow_pickle, optional_objects={"infos"})
+    except PickleRefusedError as error:
+        raise DemoError(str(error)) from error
     except (OSError, ValueError, zipfile.BadZipFile, EOFError) as error:
         raise DemoError(f"{file}: not a readable .npz file ({error}).") from error
     if not arrays:
@@ -205,10 +213,12 @@ def _from_roboppo(file: pathlib.Path, arrays: dict[str, Any]) -> list[Trajectory
     ]
 
 
-def _from_imitation(file: pathlib.Path, spaces: EnvSpaces) -> list[Trajectory]:
+def _from_imitation(file: pathlib.Path, spaces: EnvSpaces, allow_pickle: bool) -> list[Trajectory]:
     """imitation's files; its ``terminal`` is also set for time-limit ends, so those count as truncated."""
     try:
-        loaded = list(load_imitation_trajectories(file))
+        loaded = list(load_imitation_trajectories(file, allow_pickle))
+    except PickleRefusedError as error:
+        raise DemoError(str(error)) from error
     except (ValueError, TypeError, KeyError, pickle.UnpicklingError, EOFError) as error:
         raise DemoError(f"{file}: not readable as imitation trajectories ({error}).") from error
     return [dataclasses.replace(t, terminal=bool(t.terminal) and spaces.ended_early(len(t.acts))) for t in loaded]

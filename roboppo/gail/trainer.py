@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import os
 import pathlib
+import pickle
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
@@ -32,6 +33,7 @@ from stable_baselines3.common.utils import FloatSchedule
 from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv
 
 from roboppo.common.env_util import check_env_id
+from roboppo.common.errors import UserInputError
 from roboppo.common.files import atomic_target
 from roboppo.common.hparams import capped_budget, load_gail_hparams
 from roboppo.gail.compat import FloatReward
@@ -50,6 +52,7 @@ from roboppo.ppo import PPO
 
 GENERATOR_FILE = "generator.zip"
 REWARD_NET_FILE = "reward_net.pt"
+TORCH_NN = "torch.nn class"  # how reward_net.pt names a torch.nn class (an activation) among plain values
 
 
 def make_gail_venv(env_id: str, n_envs: int, seed: int) -> VecEnv:
@@ -301,20 +304,71 @@ class GAILTrainer:
         target = pathlib.Path(folder)
         target.mkdir(parents=True, exist_ok=True)
         self.generator.save(target / GENERATOR_FILE)
-        with atomic_target(target / REWARD_NET_FILE) as partial:
-            th.save({**self._reward_net_spec, "state_dict": self.reward_net.state_dict()}, partial)
+        save_reward_net(target / REWARD_NET_FILE, self.reward_net, self._reward_net_spec)
         return target
 
     @staticmethod
     def load(folder: str | os.PathLike[str]) -> tuple[PPO, AbsorbingRewardNet]:
-        """The generator and the reward network saved by :meth:`save`."""
+        """The generator and the reward network saved by :meth:`save` (no pickle: :func:`load_reward_net`)."""
         source = pathlib.Path(folder)
-        generator = PPO.load(source / GENERATOR_FILE)
-        saved = th.load(source / REWARD_NET_FILE, weights_only=False)
-        state_dict = saved.pop("state_dict")
-        reward_net = build_reward_net(**saved)
-        reward_net.load_state_dict(state_dict)
-        return generator, reward_net
+        return PPO.load(source / GENERATOR_FILE), load_reward_net(source / REWARD_NET_FILE)
+
+
+def save_reward_net(path: pathlib.Path, reward_net: AbsorbingRewardNet, spec: dict[str, Any]) -> None:
+    """``reward_net``'s construction arguments (:func:`plain_spec`) and ``state_dict``, written atomically."""
+    with atomic_target(path) as partial:
+        th.save({**plain_spec(spec), "state_dict": reward_net.state_dict()}, partial)
+
+
+def load_reward_net(path: pathlib.Path) -> AbsorbingRewardNet:
+    """The network :func:`save_reward_net` wrote, read with ``torch.load(weights_only=True)``: tensors and
+    plain values only, nothing in the file can run code."""
+    try:
+        saved = th.load(path, weights_only=True)
+    except pickle.UnpicklingError as error:
+        raise UserInputError(
+            f"{path} holds Python objects that only a full unpickling reads (which can run code); roboppo "
+            "writes tensors and plain values only. Train the discriminator again."
+        ) from error
+    state_dict = saved.pop("state_dict")
+    reward_net = build_reward_net(**spec_from_plain(saved))
+    reward_net.load_state_dict(state_dict)
+    return reward_net
+
+
+def plain_spec(spec: dict[str, Any]) -> dict[str, Any]:
+    """The reward network's construction arguments as tensors and plain values (``torch.load(weights_only=True)``)."""
+
+    def box(space: gym.Space) -> dict[str, Any]:
+        if not isinstance(space, gym.spaces.Box):
+            raise TypeError(f"the discriminator is built for Box spaces, not {space}")
+        return {"low": th.as_tensor(space.low), "high": th.as_tensor(space.high), "dtype": str(space.dtype)}
+
+    def value(key: str, item: Any) -> Any:
+        if isinstance(item, type) and issubclass(item, th.nn.Module) and getattr(th.nn, item.__name__, None) is item:
+            return {TORCH_NN: item.__name__}  # an activation such as th.nn.ReLU, by name
+        if item is None or isinstance(item, bool | int | float | str | tuple | list):
+            return item
+        raise TypeError(f"reward_net_kwargs[{key!r}] = {item!r}: only plain values and torch.nn classes are saved")
+
+    kwargs = {key: value(key, item) for key, item in spec["kwargs"].items()}
+    return {**spec, "observation_space": box(spec["observation_space"]), "action_space": box(spec["action_space"]),
+            "kwargs": kwargs}  # fmt: skip
+
+
+def spec_from_plain(saved: dict[str, Any]) -> dict[str, Any]:
+    """The inverse of :func:`plain_spec`."""
+
+    def box(plain: dict[str, Any]) -> gym.spaces.Box:
+        dtype = np.dtype(plain["dtype"])
+        return gym.spaces.Box(plain["low"].numpy().astype(dtype), plain["high"].numpy().astype(dtype), dtype=dtype)
+
+    def value(item: Any) -> Any:
+        return getattr(th.nn, item[TORCH_NN]) if isinstance(item, dict) and set(item) == {TORCH_NN} else item
+
+    kwargs = {key: value(item) for key, item in saved["kwargs"].items()}
+    return {**saved, "observation_space": box(saved["observation_space"]), "action_space": box(saved["action_space"]),
+            "kwargs": kwargs}  # fmt: skip
 
 
 @contextlib.contextmanager

@@ -244,10 +244,15 @@ def add_model_flags(command: argparse.ArgumentParser) -> None:
 def add_demo_flags(command: argparse.ArgumentParser) -> None:
     """The flags ``bc`` and ``gail`` share: env, demonstrations, seed, folders, evaluation."""
     command.add_argument("--env", required=True, help="registered env id")
-    command.add_argument("--demos", type=pathlib.Path, required=True, help="demonstrations (.npz, .pkl or folder)")
+    command.add_argument(
+        "--demos", type=pathlib.Path, required=True, help="demonstrations (.npz or folder; .pkl with --allow-pickle)"
+    )
     command.add_argument("--n-demos", type=flag_type("n_demos"), default=None, help="use the first N episodes only")
     command.add_argument(
         "--clip-demo-actions", action="store_true", help="clip actions outside the env's bounds instead of refusing"
+    )
+    command.add_argument(
+        "--allow-pickle", action="store_true", help="read pickled demonstrations (can run code: trusted files only)"
     )
     command.add_argument("--seed", type=int, default=0, help="random seed")
     command.add_argument("--log-folder", type=pathlib.Path, default=pathlib.Path("runs"), help="where run folders go")

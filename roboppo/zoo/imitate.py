@@ -38,7 +38,7 @@ def load_demos(args: argparse.Namespace) -> Demonstrations:
     """The demonstrations named on the command line, with ``--n-demos`` and ``--clip-demo-actions``."""
     return load_demonstrations(
         args.demos, args.env, allow_env_mismatch=args.allow_env_mismatch, n_demos=args.n_demos,
-        clip_actions=args.clip_demo_actions,
+        clip_actions=args.clip_demo_actions, allow_pickle=args.allow_pickle,
     )  # fmt: skip
 
 

@@ -74,7 +74,9 @@ def test_openai_baselines_flattened_file(tmp_path: pathlib.Path, rng: np.random.
 def test_imitation_pickle(tmp_path: pathlib.Path, rng: np.random.Generator) -> None:
     with (tmp_path / "trajs.pkl").open("wb") as handle:
         pickle.dump(episodes(rng, [4, 6]), handle)
-    demos = load_demonstrations(tmp_path / "trajs.pkl", ENV)
+    with pytest.raises(DemoError, match=r"trajs\.pkl is a pickle.*roboppo's \.npz.*--allow-pickle"):
+        load_demonstrations(tmp_path / "trajs.pkl", ENV)
+    demos = load_demonstrations(tmp_path / "trajs.pkl", ENV, allow_pickle=True)
     assert demos.source == "imitation" and demos.n_transitions == 10
 
 
@@ -203,7 +205,7 @@ def test_zero_length_episodes_in_roboppo_and_imitation_files_are_demo_errors(
         load_demonstrations(tmp_path / "zero.npz", ENV)
     (tmp_path / "bad.pkl").write_bytes(pickle.dumps(["not a trajectory"]))
     with pytest.raises(DemoError, match=r"bad\.pkl: not readable as imitation trajectories"):
-        load_demonstrations(tmp_path / "bad.pkl", ENV)
+        load_demonstrations(tmp_path / "bad.pkl", ENV, allow_pickle=True)
 
 
 def test_n_demos_keeps_the_first_episodes(tmp_path: pathlib.Path, rng: np.random.Generator) -> None:

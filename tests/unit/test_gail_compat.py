@@ -52,7 +52,22 @@ def test_imitation_pickle_and_legacy_npz_load_without_datasets(tmp_path: pathlib
         rews=np.concatenate([t.rews for t in trajectories]),
     )  # fmt: skip
     for name in ("trajs.pkl", "trajs.npz"):
-        loaded = load_imitation_trajectories(tmp_path / name)
+        loaded = load_imitation_trajectories(tmp_path / name, allow_pickle=True)
         assert [len(t.acts) for t in loaded] == [3, 2]
         np.testing.assert_array_equal(loaded[1].obs, trajectories[1].obs)
         assert isinstance(loaded[0], Trajectory) and loaded[0].terminal
+
+
+def test_imitation_legacy_npz_loads_without_pickle_leaving_its_infos_out(tmp_path: pathlib.Path) -> None:
+    """imitation's legacy ``.npz`` keeps infos as an object array (pickled); the numeric arrays load without it."""
+    infos = np.array([{"x_position": float(i)} for i in range(5)], dtype=object)
+    np.savez(
+        tmp_path / "trajs.npz", obs=np.arange(14.0).reshape(7, 2), acts=np.ones((5, 1)), infos=infos,
+        terminal=np.array([True, False]), indices=np.array([3]), rews=np.ones(5, np.float32),
+    )  # fmt: skip
+    safe = load_imitation_trajectories(tmp_path / "trajs.npz")
+    assert [len(t.acts) for t in safe] == [3, 2] and all(t.infos is None for t in safe)
+    trusted = load_imitation_trajectories(tmp_path / "trajs.npz", allow_pickle=True)
+    assert trusted[1].infos is not None and trusted[1].infos[0] == {"x_position": 3.0}
+    with pytest.raises(ValueError, match=r"trajs\.pkl is a pickle: reading it runs pickle.*allow_pickle=True"):
+        load_imitation_trajectories(tmp_path / "trajs.pkl")
