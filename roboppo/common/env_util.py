@@ -50,7 +50,8 @@ def make_env_from_id(
     if n_envs < 1:
         raise ValueError(f"n_envs must be at least 1, got {n_envs}.")
     if vec_env_cls is None and roboppo_envs.has_vector_env(env_id):
-        venv: VecEnv = GymnasiumVecEnv(gym.make_vec(env_id, num_envs=n_envs, **(env_kwargs or {})))
+        kwargs = {"autoreset_mode": gym.vector.AutoresetMode.SAME_STEP, **(env_kwargs or {})}
+        venv: VecEnv = GymnasiumVecEnv(gym.make_vec(env_id, num_envs=n_envs, **kwargs))
         venv.seed(seed)
     else:
         venv = make_vec_env(env_id, n_envs=n_envs, seed=seed, env_kwargs=env_kwargs, vec_env_cls=vec_env_cls)

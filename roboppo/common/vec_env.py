@@ -29,7 +29,7 @@ class GymnasiumVecEnv(VecEnv):
         mode = vector_env.metadata.get("autoreset_mode")
         if mode != AutoresetMode.SAME_STEP:
             raise ValueError(f"GymnasiumVecEnv needs a SAME_STEP autoreset vector env, got autoreset mode {mode}.")
-        self.vector_env = vector_env
+        self.vector_env: Any = vector_env  # roboppo's batches, or any VectorEnv with call/get_attr/set_attr
         self.render_mode = getattr(vector_env, "render_mode", None)
         super().__init__(vector_env.num_envs, vector_env.single_observation_space, vector_env.single_action_space)
         self._actions: np.ndarray | None = None
@@ -87,18 +87,24 @@ class GymnasiumVecEnv(VecEnv):
         self._seeds = list(meta["pending_seeds"])
 
     def get_images(self) -> Sequence[np.ndarray | None]:
-        return [self.vector_env.render()]  # type: ignore[list-item]
+        frames = self.vector_env.render()
+        return [None] * self.num_envs if frames is None else list(frames)
 
     def get_attr(self, attr_name: str, indices: VecEnvIndices = None) -> list[Any]:
-        value = getattr(self.vector_env, attr_name)
-        return [value for _ in self._get_indices(indices)]
+        """The copies' ``attr_name`` (the vector env's ``get_attr``), as ``DummyVecEnv`` gives its envs'."""
+        values = self.vector_env.get_attr(attr_name)
+        return [values[i] for i in self._get_indices(indices)]
 
     def set_attr(self, attr_name: str, value: Any, indices: VecEnvIndices = None) -> None:
-        setattr(self.vector_env, attr_name, value)
+        values = list(self.vector_env.get_attr(attr_name))
+        for i in self._get_indices(indices):
+            values[i] = value
+        self.vector_env.set_attr(attr_name, values)
 
     def env_method(self, method_name: str, *method_args: Any, indices: VecEnvIndices = None, **kwargs: Any) -> list:
-        result = getattr(self.vector_env, method_name)(*method_args, **kwargs)
-        return [result for _ in self._get_indices(indices)]
+        """``method_name`` of each copy (the vector env's ``call``; it runs on every copy)."""
+        results = self.vector_env.call(method_name, *method_args, **kwargs)
+        return [results[i] for i in self._get_indices(indices)]
 
     def env_is_wrapped(self, wrapper_class: type[gym.Wrapper], indices: VecEnvIndices = None) -> list[bool]:
         # The adapter writes Monitor's episode statistics itself, so code that asks for a

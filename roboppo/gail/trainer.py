@@ -345,8 +345,9 @@ def plain_spec(spec: dict[str, Any]) -> dict[str, Any]:
         return {"low": th.as_tensor(space.low), "high": th.as_tensor(space.high), "dtype": str(space.dtype)}
 
     def value(key: str, item: Any) -> Any:
-        if isinstance(item, type) and issubclass(item, th.nn.Module) and getattr(th.nn, item.__name__, None) is item:
-            return {TORCH_NN: item.__name__}  # an activation such as th.nn.ReLU, by name
+        name = getattr(item, "__name__", "")
+        if isinstance(item, type) and issubclass(item, th.nn.Module) and getattr(th.nn, name, None) is item:
+            return {TORCH_NN: name}  # an activation such as th.nn.ReLU, by name
         if item is None or isinstance(item, bool | int | float | str | tuple | list):
             return item
         raise TypeError(f"reward_net_kwargs[{key!r}] = {item!r}: only plain values and torch.nn classes are saved")

@@ -47,4 +47,5 @@ class BraxEnv(gym.Env):
         return obs[0], float(reward[0]), bool(terminated[0]), False, {}
 
     def render(self) -> np.ndarray | None:  # type: ignore[override]
-        return self.vector_env.render()
+        frames = self.vector_env.render()
+        return None if frames is None else frames[0]

@@ -18,6 +18,7 @@ adapter is a ``gymnasium.vector.VectorEnv`` instead:
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import os
 import sys
@@ -84,7 +85,8 @@ class BraxVectorEnv(VectorEnv):
     :param backend: physics pipeline: ``spring`` (fastest, the Brax notebook's), ``positional``,
         ``generalized`` or ``mjx``.
     :param max_episode_steps: steps after which an episode is truncated (None: never).
-    :param render_mode: ``"rgb_array"`` renders copy 0 with MuJoCo's renderer.
+    :param render_mode: ``"rgb_array"``: ``render()`` returns one frame per copy (MuJoCo's renderer).
+    :param autoreset_mode: ``SAME_STEP`` only: finished copies reset inside the jitted step.
     :param env_id: the Gymnasium id, used in error messages.
     :param kwargs: keyword arguments of the Brax env class (reward weights, ...).
     """
@@ -99,10 +101,19 @@ class BraxVectorEnv(VectorEnv):
         max_episode_steps: int | None = 1000,
         render_mode: str | None = None,
         env_id: str | None = None,
+        autoreset_mode: AutoresetMode | str = AutoresetMode.SAME_STEP,
         **kwargs: Any,
     ) -> None:
         if num_envs < 1:
             raise ValueError(f"num_envs must be at least 1, got {num_envs}.")
+        if AutoresetMode(autoreset_mode) != AutoresetMode.SAME_STEP:
+            raise ValueError(
+                f"autoreset_mode={AutoresetMode(autoreset_mode)}: Brax batches reset finished copies inside the "
+                "jitted step (SAME_STEP, the final observations in info['final_obs']); NEXT_STEP and DISABLED are "
+                "not offered."
+            )
+        if render_mode not in (None, "rgb_array"):
+            raise ValueError(f"render_mode={render_mode!r}: Brax batches render 'rgb_array' frames, one per copy.")
         self.brax_env = make_brax_env(env_name, backend, **kwargs)
         self.name = env_id or f"brax:{env_name}"
         self.num_envs = num_envs
@@ -177,14 +188,32 @@ class BraxVectorEnv(VectorEnv):
             info = {"final_obs": final_obs, "_final_obs": done}
         return obs, reward.astype(np.float64), terminated, truncated, info
 
-    def render(self) -> np.ndarray | None:  # type: ignore[override]
-        """An RGB frame ``[240, 320, 3]`` of copy 0 (``render_mode="rgb_array"``)."""
+    def render(self) -> tuple[np.ndarray, ...] | None:  # type: ignore[override]
+        """One RGB frame ``[240, 320, 3]`` per copy (``render_mode="rgb_array"``), as ``SyncVectorEnv``."""
         if self.render_mode != "rgb_array" or self._carry is None:
             return None
         from brax.io import image
 
-        pipeline_state = jax.tree_util.tree_map(lambda x: x[0], self._carry.state.pipeline_state)
-        return np.asarray(image.render_array(self.brax_env.sys, pipeline_state, 240, 320))
+        states = self._carry.state.pipeline_state
+        rows = [jax.tree_util.tree_map(functools.partial(_row, index=i), states) for i in range(self.num_envs)]
+        return tuple(np.asarray(image.render_array(self.brax_env.sys, row, 240, 320)) for row in rows)
+
+    def call(self, name: str, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
+        """``name`` of the Brax env the copies share, once per copy (called where it is a method)."""
+        value = getattr(self.brax_env, name)
+        return tuple(value(*args, **kwargs) if callable(value) else value for _ in range(self.num_envs))
+
+    def get_attr(self, name: str) -> tuple[Any, ...]:
+        """``name`` of the Brax env, once per copy."""
+        return self.call(name)
+
+    def set_attr(self, name: str, values: Any) -> None:
+        """Set ``name`` on the shared Brax env (one value for all copies); the step is compiled again."""
+        values = list(values) if isinstance(values, list | tuple) else [values] * self.num_envs
+        if len(values) != self.num_envs or any(v is not values[0] for v in values):
+            raise ValueError(f"{self.name}: the copies share one Brax env; set_attr({name!r}) takes one value.")
+        setattr(self.brax_env, name, values[0])
+        self._reset_fn, self._step_fn = jax.jit(self._reset_batch), jax.jit(self._step_batch)
 
     # -- helpers --------------------------------------------------------------------------------
 
@@ -210,6 +239,10 @@ class BraxVectorEnv(VectorEnv):
                 f"{self.name}: the Brax simulation returned NaN or inf at vector step {bad_step}; "
                 "the physics diverged (try a smaller action scale or another backend)."
             )
+
+
+def _row(array: jax.Array, index: int) -> jax.Array:
+    return array[index]
 
 
 def _where_rows(mask: jax.Array, new: jax.Array, old: jax.Array) -> jax.Array:

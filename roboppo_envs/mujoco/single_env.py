@@ -21,7 +21,7 @@ class MujocoSuiteEnv(gym.Env):
     """Gymnasium's ``<task>-v5``, computed by roboppo's batched task for one copy.
 
     :param task: the Gymnasium env, e.g. ``"Hopper"`` (a key of :data:`~roboppo_envs.mujoco.suite.SUITE`).
-    :param render_mode: ``"rgb_array"`` or None.
+    :param render_mode: ``"rgb_array"``, ``"depth_array"``, ``"rgbd_tuple"`` or None.
     :param env_kwargs: the keyword arguments of Gymnasium's env (``xml_file``, ``frame_skip``, reward weights, ...).
     """
 
@@ -32,7 +32,7 @@ class MujocoSuiteEnv(gym.Env):
         self.template = self.vector.template
         self.observation_space = self.vector.single_observation_space
         self.action_space = self.vector.single_action_space
-        self.metadata = {**self.template.metadata, "render_modes": ["rgb_array"]}
+        self.metadata = {**self.template.metadata, "render_modes": self.vector.metadata["render_modes"]}
         self.render_mode = render_mode
         self._python = self.vector.task.python_scalars
 
@@ -49,8 +49,9 @@ class MujocoSuiteEnv(gym.Env):
         value = self._python["reward"](reward[0]) if "reward" in self._python else reward[0]
         return obs[0].astype(self.observation_space.dtype), value, bool(terminated[0]), False, self._first(terms)
 
-    def render(self) -> np.ndarray | None:  # type: ignore[override]
-        return self.vector.render()
+    def render(self) -> Any:
+        frames = self.vector.render()
+        return None if frames is None else frames[0]
 
     def close(self) -> None:
         self.vector.close()

@@ -10,9 +10,11 @@
   gathered copy by copy;
 - observations, rewards and terminations are computed for the whole batch with NumPy
   (:mod:`roboppo_envs.mujoco.tasks`), term by term as the Gymnasium v5 env does;
-- autoreset is ``SAME_STEP``: a finished copy is reset inside the same ``step``; the returned
-  observation is the new episode's first and the last one of the finished episode is in
-  ``info["final_obs"]`` (rows where ``info["_final_obs"]`` is True);
+- autoreset as Gymnasium's vector envs (``autoreset_mode``): ``NEXT_STEP`` by default (a finished
+  copy resets at the next ``step``, which ignores its action); roboppo's trainers use ``SAME_STEP``
+  (a finished copy is reset inside the same ``step``; the returned observation is the new
+  episode's first and the last one of the finished episode is in ``info["final_obs"]``, rows
+  where ``info["_final_obs"]`` is True);
 - copy ``i`` reset with ``seed`` draws its initial states as ``gym.make(id)`` reset with
   ``seed + i`` does, so a batch reproduces single envs step for step; a later reset without a
   seed continues each copy's generator, as Gymnasium's envs do.
@@ -20,8 +22,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import copy
 import os
 import warnings
+from collections.abc import Iterator
 from typing import Any, ClassVar
 
 import gymnasium as gym
@@ -41,6 +46,10 @@ from roboppo_envs.mujoco.tasks import (
     State,
 )
 
+#: the render modes whose frames a vector env returns, one per copy
+FRAME_MODES = ("rgb_array", "depth_array", "rgbd_tuple")
+#: what a ``mujoco.MjvCamera`` holds
+CAMERA_FIELDS = ("type", "fixedcamid", "trackbodyid", "lookat", "distance", "azimuth", "elevation", "orthographic")
 #: ``MjData`` fields that are state (set by a reset, read by ``mj_step``), not computed from it
 STATE_FIELDS = ("qpos", "qvel")
 #: a reset of at most ``FEW_RESETS_DOFS // nv`` copies (at least 2) runs ``mj_forward`` in this thread on
@@ -103,11 +112,15 @@ class MujocoVectorEnv(VectorEnv):
     :param num_threads: threads stepping the copies, the calling one included (default: one per
         available core, at most ``num_envs``; more than the machine has is capped with a warning).
     :param max_episode_steps: steps after which an episode is truncated (None: never).
-    :param render_mode: ``"rgb_array"`` renders copy 0.
+    :param render_mode: ``"rgb_array"``, ``"depth_array"`` or ``"rgbd_tuple"``: ``render()`` returns a tuple with
+        one frame per copy, as ``SyncVectorEnv``. For a window, wrap an ``"rgb_array"`` env in
+        ``gymnasium.wrappers.vector.HumanRendering``.
+    :param autoreset_mode: how finished copies reset, as Gymnasium's ``SyncVectorEnv`` (default ``NEXT_STEP``,
+        Gymnasium's; roboppo's trainers use ``SAME_STEP``).
     :param env_kwargs: keyword arguments of the single env (reward weights, ``reset_noise_scale``, ...).
     """
 
-    metadata: dict[str, Any] = {"autoreset_mode": AutoresetMode.SAME_STEP, "render_modes": ["rgb_array"]}
+    metadata: dict[str, Any] = {"autoreset_mode": AutoresetMode.NEXT_STEP, "render_modes": list(FRAME_MODES)}
     env_class: ClassVar[type[Any]]
     task_class: ClassVar[type[MujocoTask]]
 
@@ -118,12 +131,21 @@ class MujocoVectorEnv(VectorEnv):
         num_threads: int | None = None,
         max_episode_steps: int | None = 1000,
         render_mode: str | None = None,
+        autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
         **env_kwargs: Any,
     ) -> None:
         if num_envs < 1:
             raise ValueError(f"num_envs must be at least 1, got {num_envs}.")
         env_class, task_class = self._classes(task)
+        if render_mode is not None and render_mode not in FRAME_MODES:
+            raise ValueError(
+                f"render_mode={render_mode!r}: a batched env renders {', '.join(FRAME_MODES)} (one frame per copy); "
+                "for a window, wrap a render_mode='rgb_array' env in gymnasium.wrappers.vector.HumanRendering."
+            )
         self.template = env_class(render_mode=render_mode, **env_kwargs)
+        self.autoreset_mode = AutoresetMode(autoreset_mode)
+        self.metadata = {**self.template.metadata, "autoreset_mode": self.autoreset_mode}
+        self.metadata["render_modes"] = [mode for mode in self.metadata["render_modes"] if mode in FRAME_MODES]
         self.model: mujoco.MjModel = self.template.model
         self.frame_skip: int = self.template.frame_skip
         self.task = task_class(self.template)
@@ -153,10 +175,13 @@ class MujocoVectorEnv(VectorEnv):
         # of them from before a step (the double pendulum, the arms)
         self._scratch = mujoco.MjData(self.model) if set(self.task.before_fields) <= set(STATE_FIELDS) else None
         self._few_resets = max(2, FEW_RESETS_DOFS // self.model.nv)
-        self._render_stale = False  # copy 0 was reset without mj_forward: its positions are the old episode's
+        self._stale = np.zeros(num_envs, dtype=bool)  # reset without mj_forward: positions of the old episode
+        self._obs: np.ndarray | None = None  # the observations last returned
+        self._cameras: dict[int, mujoco.MjvCamera] = {}  # each copy's render camera, once it rendered
         self._reset_row = self._batch.state[0].copy()
         self._rngs = [np_random()[0] for _ in range(num_envs)]
         self._steps = np.zeros(num_envs, dtype=np.int64)
+        self._autoreset = np.zeros(num_envs, dtype=bool)  # copies whose episode ended at the last step
         self._needs_reset = True
         self._restored_before: State | None = None  # set_state's copy of the fields the next step reads as before
         self.closed = False
@@ -184,56 +209,184 @@ class MujocoVectorEnv(VectorEnv):
         seeds = seed if isinstance(seed, list) else [None if seed is None else seed + i for i in range(self.num_envs)]
         if len(seeds) != self.num_envs:
             raise ValueError(f"{self.name}: reset(seed=list) needs {self.num_envs} seeds, got {len(seeds)}.")
-        self._rngs = [rng if s is None else np_random(s)[0] for rng, s in zip(self._rngs, seeds, strict=True)]
-        obs, reset_info = self._reset_copies(np.arange(self.num_envs))
-        self._steps[:] = 0
+        mask = self._reset_mask(options)
+        copies = np.flatnonzero(mask)
+        self._rngs = [
+            np_random(s)[0] if s is not None and reset else rng
+            for rng, s, reset in zip(self._rngs, seeds, mask, strict=True)
+        ]
+        first, reset_info = self._reset_copies(copies)
+        obs = np.empty((self.num_envs, *first.shape[1:])) if self._obs is None else self._obs.astype(first.dtype)
+        obs[copies] = first
+        self._steps[copies] = 0
+        self._autoreset[copies] = False
         self._needs_reset = False
-        return obs.astype(self._obs_dtype), with_masks(reset_info, self.num_envs)
+        self._obs = obs.astype(self._obs_dtype)
+        info = with_masks(reset_info, self.num_envs) if mask.all() else scattered(reset_info, copies, self.num_envs)
+        return self._obs, info
+
+    def _reset_mask(self, options: dict[str, Any] | None) -> np.ndarray:
+        """The copies to reset: all, or ``options["reset_mask"]`` (checked as ``SyncVectorEnv`` checks it)."""
+        mask = (options or {}).get("reset_mask")
+        if mask is None:
+            return np.ones(self.num_envs, dtype=bool)
+        if not isinstance(mask, np.ndarray) or mask.dtype != np.bool_ or mask.shape != (self.num_envs,):
+            raise ValueError(
+                f"{self.name}: options['reset_mask'] must be a bool NumPy array of shape ({self.num_envs},), "
+                f"got {mask!r}."
+            )
+        if not mask.any():
+            raise ValueError(f"{self.name}: options['reset_mask'] must contain at least one True value.")
+        if self._needs_reset and not mask.all():
+            raise ValueError(f"{self.name}: the first reset() resets every copy; options['reset_mask'] comes later.")
+        return mask
 
     def step(self, actions: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
-        """Step every copy with actions ``[num_envs, action_dim]``; finished copies reset in the same call.
+        """Step every copy with actions ``[num_envs, action_dim]``; finished copies reset as ``autoreset_mode`` says.
 
         ``info`` is laid out as Gymnasium's ``SyncVectorEnv`` lays out its copies' infos: each term
-        with a ``_term`` mask; for a copy that finished, the terms of its new episode's reset, and the
-        finished episode's last observation and terms in ``final_obs`` and ``final_info`` (rows where
-        ``_final_obs`` / ``_final_info`` are True; ``final_obs`` is one array, not an array of objects).
+        with a ``_term`` mask; a copy that reset in this call has its reset's terms instead. Under
+        ``SAME_STEP`` the finished episode's last observation and terms are in ``final_obs`` and
+        ``final_info`` (rows where ``_final_obs`` / ``_final_info`` are True; ``final_obs`` is one
+        array, not an array of objects).
         """
         actions = self._checked_actions(np.asarray(actions))
-        obs64, reward, terminated, terms = self._simulate(actions)
+        pending = self._autoreset if self.autoreset_mode == AutoresetMode.NEXT_STEP else np.zeros_like(self._autoreset)
+        if self.autoreset_mode == AutoresetMode.DISABLED and self._autoreset.any():
+            raise RuntimeError(
+                f"{self.name}: copies {np.flatnonzero(self._autoreset).tolist()} finished their episodes; with "
+                "autoreset_mode DISABLED reset them first: reset(options={'reset_mask': mask})."
+            )
+        obs64, reward, terminated, terms = self._simulate(actions, ignore=pending)
         self._steps += 1
         limit = self.max_episode_steps
         truncated = self._steps >= limit if limit is not None else np.zeros(self.num_envs, dtype=bool)
-        done = terminated | truncated
-        final_obs = obs64.astype(self._obs_dtype)
         info = with_masks(terms, self.num_envs)
-        if not done.any():
-            return final_obs, reward, terminated, truncated, info
-        finished = np.flatnonzero(done)
-        obs = final_obs.copy()
-        obs[finished], reset_info = self._reset_copies(finished)
-        self._steps[finished] = 0
-        final_info = {key: np.where(expand(done, value), value, 0).astype(value.dtype) for key, value in terms.items()}
-        info = with_reset_terms(info, reset_info, finished)
-        info |= {
-            "final_obs": final_obs,
-            "_final_obs": done,
-            "final_info": with_masks(final_info, done),
-            "_final_info": done,
-        }
+        if pending.any():  # NEXT_STEP: the copies that finished last step only reset (their action is unused)
+            obs64, info = self._reset_into(obs64, info, np.flatnonzero(pending))
+            reward[pending], terminated[pending], truncated[pending] = 0, False, False
+        obs = obs64.astype(self._obs_dtype)
+        done = terminated | truncated
+        self._autoreset = done
+        if self.autoreset_mode == AutoresetMode.SAME_STEP and done.any():
+            final_info = {
+                key: np.where(expand(done, value), value, 0).astype(value.dtype) for key, value in terms.items()
+            }
+            extra = {
+                "final_obs": obs,
+                "_final_obs": done,
+                "final_info": with_masks(final_info, done),
+                "_final_info": done,
+            }
+            obs64, info = self._reset_into(obs64, info, np.flatnonzero(done))
+            obs = obs64.astype(self._obs_dtype)
+            info |= extra
+            self._autoreset = np.zeros_like(done)
+        self._obs = obs
         return obs, reward, terminated, truncated, info
 
-    def render(self) -> np.ndarray | None:  # type: ignore[override]
-        """An RGB frame of copy 0 (``render_mode="rgb_array"``)."""
-        if self.render_mode != "rgb_array":
+    def _reset_into(self, obs64: np.ndarray, info: dict[str, Any], copies: np.ndarray) -> tuple[np.ndarray, dict]:
+        """``copies`` reset: their first observations in a copy of ``obs64``, their reset terms in ``info``."""
+        obs64 = obs64.copy()
+        obs64[copies], reset_info = self._reset_copies(copies)
+        self._steps[copies] = 0
+        return obs64, with_reset_terms(info, reset_info, copies)
+
+    def render(self) -> tuple[Any, ...] | None:  # type: ignore[override]
+        """One frame per copy, as ``SyncVectorEnv`` (None without a ``render_mode``)."""
+        if self.render_mode is None:
             return None
-        if self._render_stale:
-            self._batch.forward(np.zeros(1, dtype=np.int64))
-            self._render_stale = False
-        self._batch.get_data(0, self.template.data)
-        return self.template.render()
+        frames = []
+        for index in range(self.num_envs):
+            with self._as_copy(index):
+                frames.append(self._frame(index))
+        return tuple(frames)
+
+    def _frame(self, index: int) -> Any:
+        """Copy ``index``'s frame from the template's renderer, through a camera of the copy's own.
+
+        A Gymnasium env's viewer places its camera when it first renders (at the middle of what it
+        shows then) and tracking cameras move with the robot: each copy keeps the camera a viewer of
+        its own would have.
+        """
+        renderer = self.template.mujoco_renderer
+        viewer = renderer._get_viewer(self.render_mode)
+        camera = self._cameras.get(index)
+        if camera is None:  # as a new viewer: the camera placed on this copy's data, then the env's camera config
+            viewer._init_camera()
+            renderer._set_cam_config()
+        else:
+            for field in CAMERA_FIELDS:
+                setattr(viewer.cam, field, getattr(camera, field))
+        frame = self.template.render()
+        self._cameras[index] = copy.copy(viewer.cam)
+        return frame
+
+    def call(self, name: str, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
+        """``name`` of each copy, called with the arguments where it is a method (``SyncVectorEnv.call``).
+
+        The copies share one Gymnasium env, the template: for each copy in turn it holds that copy's
+        ``MjData`` and generator, and a call that changes the copy's physics state (``set_state``)
+        writes it back to the copy.
+        """
+        results = []
+        for index in range(self.num_envs):
+            with self._as_copy(index):
+                value = getattr(self.template, name)
+                results.append(value(*args, **kwargs) if callable(value) else value)
+        return tuple(results)
+
+    def get_attr(self, name: str) -> tuple[Any, ...]:
+        """``name`` of each copy (:meth:`call` without arguments)."""
+        return self.call(name)
+
+    def set_attr(self, name: str, values: list[Any] | tuple[Any, ...] | Any) -> None:
+        """Set ``name`` on the env; a list or tuple gives one value per copy (``SyncVectorEnv.set_attr``).
+
+        ``np_random`` is each copy's own; any other attribute belongs to the one template all copies
+        share, so it takes one value for all. The task then reads the env again (reward weights,
+        health ranges, ...), so the next step uses the new value.
+        """
+        values = list(values) if isinstance(values, list | tuple) else [values] * self.num_envs
+        if len(values) != self.num_envs:
+            raise ValueError(f"{self.name}: set_attr({name!r}) needs one value or {self.num_envs}, got {len(values)}.")
+        if name == "np_random":
+            self._rngs = values
+            return
+        if any(value is not values[0] and not _equal(value, values[0]) for value in values[1:]):
+            raise ValueError(
+                f"{self.name}: the copies share one {type(self.template).__name__}, so set_attr({name!r}) takes one "
+                "value for all of them; for per-copy physics edit envs.model (shared) or build separate envs."
+            )
+        setattr(self.template, name, values[0])
+        self.task = type(self.task)(self.template)
+
+    @contextlib.contextmanager
+    def _as_copy(self, index: int) -> Iterator[None]:
+        """The template holding copy ``index``'s ``MjData`` and generator; its state written back if changed."""
+        if self._stale[index]:
+            self._batch.forward(np.array([index]))
+            self._stale[index] = False
+        if self.template.spec is None and self.spec is not None:  # gym.make_vec set the batch's spec
+            self.template.spec = single_spec(self.spec)
+        data = self.template.data
+        self._batch.get_data(index, data)
+        if self._contact is not None:
+            data.cfrc_ext[:] = self._contact.cfrc_ext[index]
+        self.template._np_random = self._rngs[index]
+        before = self._batch.state[index].copy()
+        yield
+        self._rngs[index] = self.template.np_random
+        after = np.empty_like(before)
+        mujoco.mj_getState(self.model, data, after, mujoco.mjtState.mjSTATE_INTEGRATION)
+        if not np.array_equal(after, before):
+            self._batch.state[index] = after
+            self._batch.forward(np.array([index]))
 
     def close(self, **kwargs: Any) -> None:
-        """Release the batch (its threads and every copy's ``MjData``) and the template env."""
+        """Release the batch (its threads and every copy's ``MjData``) and the template env; again: nothing."""
+        if self.closed:
+            return
         if hasattr(self, "_batch"):
             del self._batch, self._state, self._ctrl, self._qpos, self._qvel, self._contact
         self.template.close()
@@ -270,12 +423,16 @@ class MujocoVectorEnv(VectorEnv):
         if self._contact is not None:
             self._contact.cfrc_ext[:] = arrays["cfrc_ext"]
         self._needs_reset = bool(meta["needs_reset"])
-        self._render_stale = True
+        self._stale[:] = True
 
     # -- stepping -------------------------------------------------------------------------------
 
-    def _simulate(self, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, Info]:
-        """Step every copy (no truncation, no reset): float64 observations, rewards, terminations, info terms."""
+    def _simulate(
+        self, actions: np.ndarray, ignore: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, Info]:
+        """Step every copy (no truncation, no reset): float64 observations, rewards, terminations, info terms.
+
+        ``ignore``: copies about to be reset, whose step is discarded (not checked for NaN)."""
         if self._needs_reset:
             raise RuntimeError(f"{self.name}: call reset() before step().")
         before = self._restored_before or {name: self._state[name].copy() for name in self.task.before_fields}
@@ -284,10 +441,10 @@ class MujocoVectorEnv(VectorEnv):
         self._batch.step(nstep=self.frame_skip)  # mj_step frame_skip times per copy, as MujocoEnv.do_simulation
         if self._contact is not None:
             self._contact.update()
-        self._render_stale = False
+        self._stale[:] = False
         obs64 = self.task.observe(self._state)
         reward, terminated, terms = self.task.step(before, self._state, actions, obs64)
-        self._check_finite(obs64, reward)
+        self._check_finite(obs64, reward, ignore)
         return obs64, reward, terminated, terms
 
     def _reset_copies(self, copies: np.ndarray) -> tuple[np.ndarray, Info]:
@@ -305,8 +462,8 @@ class MujocoVectorEnv(VectorEnv):
         here = self._forward_on_reset and self._scratch is not None and len(copies) <= self._few_resets
         if self._forward_on_reset and not here:
             self._batch.forward(copies)
-        else:  # copy 0's own MjData still holds the old episode's positions
-            self._render_stale = self._render_stale or bool(copies[0] == 0)
+        else:  # the copies' own MjData still hold the old episode's positions
+            self._stale[copies] = True
         rows = {name: array[copies] for name, array in self._state.items()}
         if here:
             rows |= self._forward_here(copies)
@@ -338,8 +495,10 @@ class MujocoVectorEnv(VectorEnv):
             raise ValueError(f"{self.name}: actions contain NaN or inf (copies {rows}); check the policy's output.")
         return actions
 
-    def _check_finite(self, obs: np.ndarray, reward: np.ndarray) -> None:
+    def _check_finite(self, obs: np.ndarray, reward: np.ndarray, ignore: np.ndarray | None = None) -> None:
         finite = np.isfinite(obs).all(axis=1) & np.isfinite(reward)
+        if ignore is not None:
+            finite |= ignore
         if not finite.all():
             rows = np.flatnonzero(~finite).tolist()
             raise MujocoNonFiniteError(
@@ -379,6 +538,33 @@ def with_masks(terms: Info, present: np.ndarray | int) -> dict[str, Any]:
         out[key] = value
         out[f"_{key}"] = np.ones(present, dtype=bool) if isinstance(present, int) else present.copy()
     return out
+
+
+def single_spec(spec: gym.envs.registration.EnvSpec) -> gym.envs.registration.EnvSpec:
+    """What ``gym.make`` of the batch's id with its keywords has as ``spec``: each copy's, as in ``SyncVectorEnv``."""
+    vector_only = {"num_envs", "num_threads", "autoreset_mode", "vectorization_mode", "max_episode_steps"}
+    single = copy.deepcopy(gym.spec(spec.id))
+    single.kwargs = {**single.kwargs, **{k: v for k, v in spec.kwargs.items() if k not in vector_only}}
+    return single
+
+
+def scattered(terms: Info, copies: np.ndarray, num_envs: int) -> dict[str, Any]:
+    """Terms of ``copies`` alone laid out over all ``num_envs`` copies (zeros, masked out, elsewhere)."""
+    present = np.zeros(num_envs, dtype=bool)
+    present[copies] = True
+    out = {}
+    for key, value in terms.items():
+        full = np.zeros((num_envs, *np.shape(value)[1:]), dtype=np.asarray(value).dtype)
+        full[copies] = value
+        out[key] = full
+    return with_masks(out, present)
+
+
+def _equal(a: Any, b: Any) -> bool:
+    try:
+        return bool(np.all(a == b))
+    except (TypeError, ValueError):
+        return False
 
 
 def with_reset_terms(info: dict[str, Any], reset_info: Info, finished: np.ndarray) -> dict[str, Any]:

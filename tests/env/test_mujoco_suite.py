@@ -118,12 +118,28 @@ def test_batched_env_returns_gymnasiums_types() -> None:
     assert type(reward) is int  # as InvertedPendulum-v5's
 
 
-def compare_with_gymnasium(name: str, kwargs: dict[str, Any], steps: int = 250, max_steps: int = 70) -> int:
+@pytest.mark.parametrize(
+    ("name", "variant"), [("Ant", 1), ("Hopper", 1), ("Humanoid", 1), ("Walker2d", 1), ("Reacher", 0)]
+)
+def test_next_step_autoreset_equals_gymnasiums_default(name: str, variant: int) -> None:
+    """Gymnasium's default mode: a finished copy resets at the next step, which ignores its action."""
+    assert compare_with_gymnasium(name, KWARGS[name][variant], mode=AutoresetMode.NEXT_STEP) > 3
+
+
+def compare_with_gymnasium(
+    name: str,
+    kwargs: dict[str, Any],
+    steps: int = 250,
+    max_steps: int = 70,
+    mode: AutoresetMode = AutoresetMode.SAME_STEP,
+) -> int:
     """Step 3 batched copies and Gymnasium's SyncVectorEnv alike; assert equality; return how many episodes ended."""
-    ours = gym.make_vec(f"roboppo/{name}-v5", num_envs=3, num_threads=2, max_episode_steps=max_steps, **kwargs)
+    ours = gym.make_vec(
+        f"roboppo/{name}-v5", num_envs=3, num_threads=2, max_episode_steps=max_steps, autoreset_mode=mode, **kwargs
+    )
     theirs = gym.make_vec(
         f"{name}-v5", num_envs=3, vectorization_mode="sync", max_episode_steps=max_steps,
-        vector_kwargs={"autoreset_mode": AutoresetMode.SAME_STEP}, **kwargs,
+        vector_kwargs={"autoreset_mode": mode}, **kwargs,
     )  # fmt: skip
     (obs, info), (their_obs, their_info) = ours.reset(seed=5), theirs.reset(seed=5)
     np.testing.assert_array_equal(obs, their_obs)
@@ -159,7 +175,10 @@ def assert_infos_equal(ours: dict[str, Any], theirs: dict[str, Any], where: str 
 @pytest.mark.parametrize("name", ["Ant", "Humanoid", "Hopper", "Reacher"])
 def test_a_saved_state_continues_exactly_in_another_env(name: str) -> None:
     """get_state / set_state (what a resumed run restores): the same steps, infos and resets afterwards."""
-    first, second = (gym.make_vec(f"roboppo/{name}-v5", num_envs=3, max_episode_steps=40) for _ in range(2))
+    first, second = (
+        gym.make_vec(f"roboppo/{name}-v5", num_envs=3, max_episode_steps=40, autoreset_mode=AutoresetMode.SAME_STEP)
+        for _ in range(2)
+    )
     first.reset(seed=1)
     second.reset(seed=99)
     rng, space = np.random.default_rng(0), first.action_space

@@ -69,7 +69,7 @@ def compare_with_single_envs(env_id: str, kwargs: dict, rng: np.random.Generator
 
     :return: how many episodes ended.
     """
-    envs = gym.make_vec(env_id, num_envs=3, num_threads=2, **kwargs)
+    envs = gym.make_vec(env_id, num_envs=3, num_threads=2, autoreset_mode=AutoresetMode.SAME_STEP, **kwargs)
     singles = [gym.make(env_id, **kwargs) for _ in range(3)]
     obs, _ = envs.reset(seed=11)
     single_obs = [env.reset(seed=11 + i)[0] for i, env in enumerate(singles)]
@@ -96,7 +96,7 @@ def balance(obs: np.ndarray) -> np.ndarray:
 
 def test_truncation_at_1000_steps_matches_time_limit() -> None:
     kwargs = {"reset_noise_scale": 0.0}
-    envs = gym.make_vec("RoboInvertedPendulum-v0", num_envs=2, **kwargs)
+    envs = gym.make_vec("RoboInvertedPendulum-v0", num_envs=2, autoreset_mode=AutoresetMode.SAME_STEP, **kwargs)
     single = gym.make("RoboInvertedPendulum-v0", **kwargs)
     obs, _ = envs.reset(seed=0)
     single_obs, _ = single.reset(seed=0)
@@ -112,8 +112,11 @@ def test_truncation_at_1000_steps_matches_time_limit() -> None:
     assert info["_final_obs"].tolist() == [True, True]
 
 
-def test_autoreset_is_same_step_and_reports_final_observations(rng: np.random.Generator) -> None:
-    envs = gym.make_vec("RoboHopper-v0", num_envs=4)
+def test_same_step_autoreset_reports_final_observations(rng: np.random.Generator) -> None:
+    assert (
+        gym.make_vec("RoboHopper-v0", num_envs=4).metadata["autoreset_mode"] == AutoresetMode.NEXT_STEP
+    )  # Gymnasium's
+    envs = gym.make_vec("RoboHopper-v0", num_envs=4, autoreset_mode="SameStep")
     assert envs.metadata["autoreset_mode"] == AutoresetMode.SAME_STEP
     envs.reset(seed=3)
     for _ in range(200):
@@ -146,11 +149,12 @@ def test_default_threads_follow_the_machine_and_excess_is_capped() -> None:
     assert envs.num_threads == available_cpus()
 
 
-def test_render_shows_copy_zero() -> None:
+def test_render_shows_every_copy() -> None:
     envs = gym.make_vec("RoboInvertedPendulum-v0", num_envs=2, render_mode="rgb_array")
     envs.reset(seed=0)
-    frame = envs.render()
-    assert frame.ndim == 3 and frame.shape[2] == 3 and frame.std() > 0
+    frames = envs.render()
+    assert len(frames) == 2 and all(f.ndim == 3 and f.shape[2] == 3 and f.std() > 0 for f in frames)
+    assert not np.array_equal(*frames)
 
 
 def test_render_after_a_reset_shows_the_new_episode(rng: np.random.Generator) -> None:
@@ -160,10 +164,10 @@ def test_render_after_a_reset_shows_the_new_episode(rng: np.random.Generator) ->
     envs.reset(seed=3)
     for _ in range(20):
         envs.step(random_actions(envs, rng))
-    moved = envs.render()
+    moved = envs.render()[0]
     envs.reset(seed=5)
     single.reset(seed=5)
-    frame = envs.render()
+    frame = envs.render()[0]
     assert not np.array_equal(frame, moved)
     np.testing.assert_array_equal(frame, single.render())
 
