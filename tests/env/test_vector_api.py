@@ -196,3 +196,21 @@ def test_get_attr_set_attr_and_call_reach_each_copy_as_on_sync() -> None:
         assert_same(ours.step(step), theirs.step(step), f"step {k} after set_state and set_attr")
     with pytest.raises(ValueError, match=r"share one HopperEnv, so set_attr\('_healthy_reward'\) takes one value"):
         ours.set_attr("_healthy_reward", [1.0, 2.0, 3.0])
+
+
+def test_sb3_vec_env_methods_reach_each_copy_as_dummy_vec_env() -> None:
+    """SB3's get_attr / env_method / get_images on the adapted batch give what DummyVecEnv gives."""
+    from stable_baselines3.common.vec_env import DummyVecEnv
+
+    from roboppo.common.env_util import make_env_from_id
+
+    ours = make_env_from_id("roboppo/Hopper-v5", n_envs=N, env_kwargs={"render_mode": "rgb_array"})
+    theirs = DummyVecEnv([lambda: gym.make("Hopper-v5", render_mode="rgb_array") for _ in range(N)])
+    ours.seed(3), theirs.seed(3)
+    ours.reset(), theirs.reset()
+    for _ in range(5):
+        ours.step(np.full((N, 3), 0.4, np.float32)), theirs.step(np.full((N, 3), 0.4, np.float32))
+    assert ours.get_attr("frame_skip") == theirs.get_attr("frame_skip") == [4] * N
+    assert ours.get_attr("spec", indices=[0])[0].id == "roboppo/Hopper-v5"
+    assert_same(ours.env_method("state_vector", indices=[1, 2]), theirs.env_method("state_vector", indices=[1, 2]), "")
+    assert_same(ours.get_images(), theirs.get_images(), "images")
