@@ -168,8 +168,8 @@ def pre_tanh_refusal(policy: nn.Module) -> str | None:
     if not policy.uses_pre_tanh_path():
         return (
             f"the policy ({type(policy).__name__}, {type(policy.action_dist).__name__}) samples through SB3's "
-            "methods (actions not tanh-squashed to a bounded Box, or forward, evaluate_actions, get_distribution, "
-            "_get_action_dist_from_latent or extract_features overridden)"
+            "methods (gSDE, actions not tanh-squashed to a bounded Box, or forward, evaluate_actions, "
+            "get_distribution, _get_action_dist_from_latent or extract_features overridden)"
         )
     replaced = _code_names(type(policy)).intersection(vars(policy))
     if replaced:

@@ -42,8 +42,9 @@ class TanhGaussianPolicy(ActorCriticPolicy):
     :param normalize_obs: normalize Box observations with running statistics.
     :param obs_clip: clip normalized observations to ``[-obs_clip, obs_clip]``.
     :param kwargs: every other keyword of SB3's ``ActorCriticPolicy`` (``net_arch``,
-        ``activation_fn``, ``log_std_init``, ``ortho_init``, ...). ``use_sde=True`` with bounded
-        Box actions is refused: gSDE's distribution has no tanh-Gaussian form here.
+        ``activation_fn``, ``log_std_init``, ``ortho_init``, ...). ``use_sde=True`` (bounded Box
+        actions): SB3's state-dependent exploration squashed by tanh (``squash_output=True``, as SB3's
+        SAC), actions rescaled from ``[-1, 1]`` to the Box; sampled and scored through SB3's methods.
     """
 
     def __init__(
@@ -57,10 +58,7 @@ class TanhGaussianPolicy(ActorCriticPolicy):
     ) -> None:
         self.squashes_to_box = _bounded_box(action_space)
         if kwargs.get("use_sde") and self.squashes_to_box:
-            raise ValueError(
-                "roboppo's MlpPolicy (tanh-Gaussian) does not implement gSDE; pass use_sde=False, or "
-                "policy=stable_baselines3.common.policies.ActorCriticPolicy for SB3's gSDE policy."
-            )
+            kwargs["squash_output"] = True  # gSDE's noise, then tanh (SB3's TanhBijector), then the Box
         if isinstance(action_space, spaces.Box) and not self.squashes_to_box:
             warnings.warn(
                 f"the action space {action_space} has infinite bounds, so roboppo's MlpPolicy cannot squash "
@@ -80,7 +78,7 @@ class TanhGaussianPolicy(ActorCriticPolicy):
         self.obs_clip = obs_clip
 
     def _build(self, lr_schedule: Schedule) -> None:
-        if self.squashes_to_box:
+        if self.squashes_to_box and not self.use_sde:
             assert isinstance(self.action_space, spaces.Box)
             box = self.action_space
             self.action_dist = TanhNormalDistribution(int(np.prod(box.shape)), box.low, box.high)

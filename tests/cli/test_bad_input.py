@@ -36,7 +36,7 @@ CASES: list[tuple[list[str], str]] = [
     ([*TRAIN, "-p", "clip_rnage=0.2"], "did you mean 'clip_range'?"),
     ([*TRAIN, "-p", "n_steps=many"], "key 'n_steps' must be int"),
     ([*TRAIN, "-p", "policy_kwargs.net_arc=[8]"], "unknown key 'net_arc'; did you mean 'net_arch'?"),
-    ([*TRAIN, "-p", "use_sde=true"], "does not implement gSDE; pass use_sde=False"),
+    ([*TRAIN, "-p", "use_sde=maybe"], "key 'use_sde' must be bool"),
     # numbers out of range, from -p
     ([*TRAIN, "-p", "n_envs=0"], "n_envs = 0 is out of range; it must be an integer >= 1"),
     ([*TRAIN, "-p", "n_steps=0"], "n_steps = 0 is out of range; it must be an integer >= 1"),

@@ -21,11 +21,6 @@ def test_unknown_env_id_lists_the_robo_ids() -> None:
         assert env_id in message
 
 
-def test_gsde_with_the_tanh_policy_is_refused_naming_the_alternative() -> None:
-    with pytest.raises(ValueError, match=r"does not implement gSDE; pass use_sde=False, or policy=.*ActorCriticPolicy"):
-        PPO("MlpPolicy", "RoboInvertedPendulum-v0", use_sde=True)
-
-
 def test_wrong_env_on_load_keeps_sb3s_message(tmp_path: pathlib.Path, tiny: dict[str, Any]) -> None:
     PPO("MlpPolicy", "RoboInvertedPendulum-v0", **tiny).save(tmp_path / "pendulum.zip")
     with pytest.raises(ValueError, match="Observation spaces do not match") as error:

@@ -122,6 +122,9 @@ def test_unbounded_box_falls_back_to_sb3_gaussian_with_a_warning() -> None:
     assert type(policy.action_dist) is DiagGaussianDistribution
 
 
-def test_gsde_is_refused_by_name() -> None:
-    with pytest.raises(ValueError, match="does not implement gSDE"):
-        make_policy(use_sde=True)
+def test_gsde_is_state_dependent_noise_squashed_by_tanh() -> None:
+    from stable_baselines3.common.distributions import StateDependentNoiseDistribution
+
+    policy = make_policy(use_sde=True)
+    assert isinstance(policy.action_dist, StateDependentNoiseDistribution) and policy.squash_output
+    assert not policy.uses_pre_tanh_path()
