@@ -229,19 +229,19 @@ class PPO(SB3PPO):
 
     def _rest(self) -> None:
         """Hold the trained statistics; keep the newer ones for the next rollout."""
-        trained = getattr(self, "_trained_statistics", None)
-        if trained is not None:
-            self._next_statistics = self._normalizer_states()
-            self._load_normalizer_states(trained)
-            self._trained_statistics = None
+        self._swap_statistics("_trained_statistics", "_next_statistics")
 
     def _resume_sampling(self) -> None:
         """Sample with the newest statistics (those :meth:`_rest` kept), remembering the trained ones."""
-        newer = getattr(self, "_next_statistics", None)
-        if newer is not None:
-            self._trained_statistics = self._normalizer_states()
-            self._load_normalizer_states(newer)
-            self._next_statistics = None
+        self._swap_statistics("_next_statistics", "_trained_statistics")
+
+    def _swap_statistics(self, load: str, keep: str) -> None:
+        """Load the statistics held in attribute ``load`` (if any) into the policy; the current ones go to ``keep``."""
+        held = getattr(self, load, None)
+        if held is not None:
+            setattr(self, keep, self._normalizer_states())
+            self._load_normalizer_states(held)
+            setattr(self, load, None)
 
     # -- environments -------------------------------------------------------------------------
 

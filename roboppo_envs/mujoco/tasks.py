@@ -44,6 +44,16 @@ def squared_sums(values: np.ndarray) -> np.ndarray:
     return np.square(values).reshape(len(values), -1).sum(axis=1)
 
 
+def healthy_ends(healthy: np.ndarray, terminate_when_unhealthy: bool) -> np.ndarray:
+    """Terminations: the unhealthy copies, or none when the env does not end unhealthy episodes."""
+    return ~healthy if terminate_when_unhealthy else np.zeros_like(healthy)
+
+
+def position_info(xy: np.ndarray) -> Info:
+    """``x_position``, ``y_position`` and ``distance_from_origin`` of each copy's ``xy`` ``[N, 2]``."""
+    return {"x_position": xy[:, 0].copy(), "y_position": xy[:, 1].copy(), "distance_from_origin": row_norms(xy)}
+
+
 class MujocoTask:
     """Base class: the per-batch counterpart of one Gymnasium ``MujocoEnv`` subclass.
 
@@ -212,8 +222,7 @@ class SwimmerTask(PlanarTask):
         return forward - ctrl_cost, np.zeros(len(obs), dtype=bool), info
 
     def reset_info(self, state: State) -> Info:
-        xy = state["qpos"][:, :2]
-        return {"x_position": xy[:, 0].copy(), "y_position": xy[:, 1].copy(), "distance_from_origin": row_norms(xy)}
+        return position_info(state["qpos"][:, :2])
 
 
 class HoppingTask(PlanarTask):
@@ -242,7 +251,7 @@ class HoppingTask(PlanarTask):
         healthy = self.is_healthy(state)
         forward = self.forward_weight * x_velocity
         survive = healthy * self.healthy_reward
-        terminated = ~healthy if self.terminate_when_unhealthy else np.zeros_like(healthy)
+        terminated = healthy_ends(healthy, self.terminate_when_unhealthy)
         info = self.reset_info(state) | {"x_velocity": x_velocity}
         info |= {"reward_forward": forward, "reward_ctrl": -ctrl_cost, "reward_survive": survive}
         return forward + survive - ctrl_cost, terminated, info
@@ -325,14 +334,14 @@ class AntTask(GaussianVelocityMixin, FreeBodyTask):
         survive = healthy * self.healthy_reward
         ctrl_cost = self.ctrl_weight * squared_sums(actions)
         contact_cost = self.contact_weight * squared_sums(self.contact_forces(state))
-        terminated = ~healthy if self.terminate_when_unhealthy else np.zeros_like(healthy)
+        terminated = healthy_ends(healthy, self.terminate_when_unhealthy)
         info = self.reset_info(state) | {"x_velocity": xy_velocity[:, 0], "y_velocity": xy_velocity[:, 1]}
         info |= {"reward_forward": forward, "reward_ctrl": -ctrl_cost, "reward_contact": -contact_cost}
         info["reward_survive"] = survive
         return forward + survive - (ctrl_cost + contact_cost), terminated, info
 
     def reset_info(self, state: State) -> Info:
-        return self.xy_info(state) | {"distance_from_origin": row_norms(state["qpos"][:, :2])}
+        return position_info(state["qpos"][:, :2])
 
 
 class HumanoidBodyTask(FreeBodyTask):
@@ -405,16 +414,14 @@ class HumanoidTask(HumanoidBodyTask):
         healthy = (self.z_range[0] < z) & (z < self.z_range[1])
         survive = healthy * self.healthy_reward
         ctrl_cost, contact_cost = self.quadratic_costs(state, self.contact_weight, self.contact_range)
-        terminated = ~healthy if self.terminate_when_unhealthy else np.zeros_like(healthy)
+        terminated = healthy_ends(healthy, self.terminate_when_unhealthy)
         info = self.reset_info(state) | {"x_velocity": xy_velocity[:, 0], "y_velocity": xy_velocity[:, 1]}
         info |= {"reward_survive": survive, "reward_forward": forward}
         info |= {"reward_ctrl": -ctrl_cost, "reward_contact": -contact_cost}
         return forward + survive - (ctrl_cost + contact_cost), terminated, info
 
     def reset_info(self, state: State) -> Info:
-        info = self.xy_info(state) | self.tendon_info(state)
-        info["distance_from_origin"] = row_norms(state["qpos"][:, :2])
-        return info
+        return position_info(state["qpos"][:, :2]) | self.tendon_info(state)
 
 
 class HumanoidStandupTask(HumanoidBodyTask):
