@@ -174,8 +174,28 @@ class BraxVectorEnv(VectorEnv):
             key = self._carry.key
         else:
             key = jax.random.PRNGKey(int(np.random.SeedSequence().generate_state(1)[0] >> 1))
-        self._carry = self._reset_fn(key)
+        fresh = self._reset_fn(key)
+        mask = (options or {}).get("reset_mask")
+        if mask is not None:  # only the masked copies restart; the others keep their episodes
+            fresh = self._masked(fresh, mask)
+        self._carry = fresh
         return np.array(self._carry.state.obs), {}
+
+    def _masked(self, fresh: _Carry, mask: Any) -> _Carry:
+        """``fresh`` for the copies in ``mask``, the current carry for the others (``SyncVectorEnv``'s reset_mask)."""
+        if not isinstance(mask, np.ndarray) or mask.dtype != np.bool_ or mask.shape != (self.num_envs,):
+            raise ValueError(
+                f"{self.name}: options['reset_mask'] must be a bool NumPy array of shape ({self.num_envs},)."
+            )
+        if not mask.any():
+            raise ValueError(f"{self.name}: options['reset_mask'] must contain at least one True value.")
+        if self._carry is None:
+            raise ValueError(f"{self.name}: the first reset() resets every copy; options['reset_mask'] comes later.")
+        rows = jnp.asarray(mask)
+        state = jax.tree_util.tree_map(lambda new, old: _where_rows(rows, new, old), fresh.state, self._carry.state)
+        steps = jnp.where(rows, 0, self._carry.steps)
+        return fresh._replace(state=state, steps=steps, vector_steps=self._carry.vector_steps,
+                              first_bad_step=self._carry.first_bad_step)  # fmt: skip
 
     def step(self, actions: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict]:
         """Step every copy with actions ``[num_envs, action_dim]`` in ``[-1, 1]``."""

@@ -153,3 +153,24 @@ def test_missing_jax_says_which_extra_to_install(monkeypatch: pytest.MonkeyPatch
     monkeypatch.delitem(sys.modules, "roboppo_envs.brax.vector_env")
     with pytest.raises(ImportError, match=r"pip install 'roboppo\[brax\]'"):
         import roboppo_envs.brax.vector_env  # noqa: F401
+
+
+def test_the_vector_api_as_gymnasium_documents_it() -> None:
+    """Frames per copy, reset_mask, get_attr / set_attr / call, close twice; other autoreset modes refused."""
+    envs = gym.make_vec("RoboBraxInvertedPendulum-v0", num_envs=3, render_mode="rgb_array")
+    envs.reset(seed=0)
+    frames = envs.render()
+    assert isinstance(frames, tuple) and len(frames) == 3 and all(f.shape == (240, 320, 3) for f in frames)
+    for _ in range(5):
+        moved, *_ = envs.step(np.full((3, 1), 0.5, np.float32))
+    again, _ = envs.reset(options={"reset_mask": np.array([True, False, True])})
+    np.testing.assert_array_equal(again[1], moved[1])  # copy 1 kept its episode
+    assert not np.array_equal(again[0], moved[0])
+    assert envs.unwrapped.get_attr("dt") == (envs.unwrapped.brax_env.dt,) * 3
+    with pytest.raises(ValueError, match="share one Brax env"):
+        envs.unwrapped.set_attr("dt", [0.01, 0.02, 0.03])
+    envs.close()
+    envs.close()
+    assert envs.closed
+    with pytest.raises(ValueError, match="NEXT_STEP and DISABLED are not offered"):
+        gym.make_vec("RoboBraxInvertedPendulum-v0", num_envs=2, autoreset_mode=AutoresetMode.NEXT_STEP)
