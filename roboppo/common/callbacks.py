@@ -32,6 +32,25 @@ class EvalCallback(SB3EvalCallback):
         with trained_pair() if evaluating and trained_pair is not None else contextlib.nullcontext():
             return self._evaluate()
 
+    def _on_training_end(self) -> None:
+        self.evaluate_final()
+
+    def evaluate_final(self) -> None:
+        """Evaluate the model where training stopped, unless the last periodic evaluation was at that step.
+
+        So every run ends evaluated, whatever its length (shorter than one period, between two, or
+        stopped by Ctrl-C): ``evaluations.npz`` ends with the final model's evaluation and
+        ``best_model.zip`` exists. A run without an eval env set up does nothing here.
+        """
+        if self.evaluations_timesteps[-1:] == [self.num_timesteps] or self.eval_freq <= 0:
+            return
+        period = self.eval_freq
+        self.eval_freq = 1  # the next _on_step evaluates
+        try:
+            self._on_step()
+        finally:
+            self.eval_freq = period
+
     def _evaluate(self) -> bool:
         if self.log_path is None:
             return super()._on_step()

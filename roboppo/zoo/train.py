@@ -13,6 +13,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+import numpy as np
 import torch as th
 import yaml
 from stable_baselines3.common.callbacks import BaseCallback
@@ -273,18 +274,28 @@ def _record_paths(model: PPO, run_dir: pathlib.Path, config: dict[str, Any]) -> 
     write_atomic(run_dir / CONFIG_FILE, yaml.safe_dump(config, sort_keys=False))
 
 
+#: what a run folder may hold, in the order the end summary lists what is there
+RUN_FILES = ("model.zip", "best_model.zip", "evaluations.npz", "checkpoints/", "config.yml", "progress.csv")
+
+
 def _summary(
     model: PPO, run_dir: pathlib.Path, config: dict[str, Any], evaluation: EvalCallback | None, seconds: float,
     steps: int,
 ) -> None:  # fmt: skip
     """The end of a run: final and best evaluation, steps, time, where the files are, what to run next."""
-    env = make_env_from_id(config["env"], n_envs=1, seed=config["seed"] + 20_000, env_kwargs=config.get("env_kwargs"))
-    mean, std = evaluate_policy(model, env, n_eval_episodes=config["eval_episodes"], deterministic=True)
+    if evaluation is not None and evaluation.evaluations_results:  # the run's last evaluation is the final model's
+        returns = np.asarray(evaluation.evaluations_results[-1])
+        mean, std = float(returns.mean()), float(returns.std())
+    else:
+        seed = config["seed"] + 20_000
+        env = make_env_from_id(config["env"], n_envs=1, seed=seed, env_kwargs=config.get("env_kwargs"))
+        mean, std = evaluate_policy(model, env, n_eval_episodes=config["eval_episodes"], deterministic=True)  # type: ignore[assignment]
     print(f"\n{config['env']}: {model.num_timesteps:,} env steps, {steps:,} in this session in {seconds:.1f} s "
           f"({steps / max(seconds, 1e-9):,.0f} steps/s)")  # fmt: skip
     print(f"  final evaluation: {mean:.1f} ± {std:.1f} over {config['eval_episodes']} deterministic episodes")
     print(f"  best evaluation:  {_best_evaluation(evaluation)}")
-    print(f"  run folder:  {run_dir}  (model.zip, best_model.zip, checkpoints/, config.yml, progress.csv)")
+    files = [name for name in RUN_FILES if (run_dir / name.rstrip("/")).exists()]
+    print(f"  run folder:  {run_dir}  ({', '.join(files)})")
     print(f"  next:        roboppo-zoo enjoy --run {run_dir}")
     print(f"               roboppo-zoo plot {run_dir} --out curves.png")
     print(f"               roboppo-zoo export --run {run_dir} --out policy.onnx")

@@ -6,6 +6,7 @@ import argparse
 import pathlib
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -371,3 +372,43 @@ def test_a_benchmark_of_an_env_without_a_reward_threshold_says_so() -> None:
     text = report([Row("roboppo/Walker2d-v5", ROBOPPO, 0, 1000, 5.0, 1234.5, None, 50, 2)])
     assert "targets: roboppo/Walker2d-v5 none (no reward threshold)" in text
     assert "| roboppo/Walker2d-v5 | roboppo | 0 | 1,234.5 | 2 of 50 | - | - | 5 s |" in text
+
+
+@pytest.mark.parametrize(("budget", "evaluated_at"), [(128, [128]), (256, [256]), (384, [256, 384])])
+def test_every_run_ends_evaluated(
+    tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str], budget: int, evaluated_at: list[int]
+) -> None:
+    """Shorter than, equal to, longer than one evaluation period: the final model's evaluation is recorded once."""
+    argv = ["train", "--env", ENV, "--log-folder", str(tmp_path), "--n-timesteps", str(budget), "--eval-freq", "256"]
+    argv += ["--eval-episodes", "2", "-p", "n_steps=64", "--n-envs", "2", "--save-freq", "off", "--no-progress-bar"]
+    assert main(argv) == 0
+    (run,) = tmp_path.iterdir()
+    with np.load(run / "evaluations.npz") as history:
+        assert history["timesteps"].tolist() == evaluated_at
+        final = history["results"][-1]
+    assert (run / "best_model.zip").is_file()
+    out = capsys.readouterr().out
+    assert f"final evaluation: {final.mean():.1f} ± {final.std():.1f} over 2" in out
+    listed = re.search(r"run folder: +\S+ +\((.*)\)", out)
+    assert (
+        listed is not None and listed.group(1) == "model.zip, best_model.zip, evaluations.npz, config.yml, progress.csv"
+    )
+
+
+def test_an_interrupted_run_ends_evaluated(tmp_path: pathlib.Path) -> None:
+    """Ctrl-C between two evaluations: the model where it stopped is evaluated and recorded."""
+    command = [sys.executable, "-m", "roboppo.zoo.cli", "train", "--env", ENV, "--log-folder", str(tmp_path)]
+    command += ["--n-timesteps", "1000000", "--eval-freq", "100000", "--eval-episodes", "2", "--no-progress-bar"]
+    worker = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.monotonic() + 120
+    while not any(path.stat().st_size for path in tmp_path.glob("*/progress.csv")):  # a first rollout was logged
+        assert worker.poll() is None and time.monotonic() < deadline, worker.communicate()[0]
+        time.sleep(0.2)
+    worker.send_signal(signal.SIGINT)
+    output = worker.communicate(timeout=60)[0]
+    assert worker.returncode == 130, output
+    (run,) = tmp_path.iterdir()
+    steps = PPO.load(run / "model.zip").num_timesteps
+    with np.load(run / "evaluations.npz") as history:
+        assert history["timesteps"].tolist() == [steps] and steps < 100_000
+    assert (run / "best_model.zip").is_file() and "best_model.zip" in output
