@@ -8,9 +8,15 @@ and Stable-Baselines3, when first used, so ``import roboppo`` and ``roboppo-zoo 
 from __future__ import annotations
 
 import importlib
+import warnings
 from typing import TYPE_CHECKING, Any
 
 import roboppo_envs  # noqa: F401  (registers the Robo* environments)
+
+# Stable-Baselines3 imports the legacy `gym` package whenever it is installed (only to convert old
+# envs), and gym then warns at length that it is unmaintained. roboppo speaks Gymnasium; that one
+# notice is not shown.
+warnings.filterwarnings("ignore", message="Gym has been unmaintained since 2022", category=UserWarning)
 
 __version__ = "0.1.0"
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import warnings
 from typing import Any
 
@@ -34,7 +35,8 @@ class TanhGaussianPolicy(ActorCriticPolicy):
     - Observations are normalized by running statistics stored as buffers in the policy
       (:class:`~roboppo.common.normalization.NormalizedFlattenExtractor`); PPO updates them once
       per rollout and they are saved inside the model zip.
-    - Adam (SB3's ``eps=1e-5``) runs fused: one kernel per step instead of a dozen per parameter.
+    - Adam (SB3's ``eps=1e-5``) runs fused where the installed torch has the CPU kernel
+      (:func:`fused_adam_available`): one kernel per step instead of a dozen per parameter.
 
     :param observation_space: any observation space SB3's ``MlpPolicy`` takes (not ``Dict``).
     :param action_space: any action space SB3's PPO takes.
@@ -67,7 +69,9 @@ class TanhGaussianPolicy(ActorCriticPolicy):
             )
         kwargs.setdefault("features_extractor_class", NormalizedFlattenExtractor)
         if kwargs.get("optimizer_class", th.optim.Adam) is th.optim.Adam and kwargs.get("optimizer_kwargs") is None:
-            kwargs["optimizer_kwargs"] = {"eps": 1e-5, "fused": True}  # SB3's eps; one fused kernel per step
+            kwargs["optimizer_kwargs"] = {"eps": 1e-5}  # SB3's eps
+            if fused_adam_available():
+                kwargs["optimizer_kwargs"]["fused"] = True  # one kernel per step instead of a dozen per parameter
         extractor_kwargs = dict(kwargs.pop("features_extractor_kwargs", None) or {})
         if kwargs["features_extractor_class"] is NormalizedFlattenExtractor:
             extractor_kwargs.update(clip=obs_clip, normalize=normalize_obs)
@@ -157,6 +161,19 @@ class TanhGaussianPolicy(ActorCriticPolicy):
         data = super()._get_constructor_parameters()
         data.update(normalize_obs=self.normalize_obs, obs_clip=self.obs_clip)
         return data
+
+
+@functools.cache
+def fused_adam_available() -> bool:
+    """Whether this torch runs Adam's fused kernel on the CPU (torch 2.4 and later); earlier ones refuse it."""
+    parameter = th.zeros(1, requires_grad=True)
+    try:
+        optimizer = th.optim.Adam([parameter], fused=True)
+        parameter.grad = th.ones(1)
+        optimizer.step()
+    except (RuntimeError, TypeError, ValueError):
+        return False
+    return True
 
 
 def _bounded_box(space: spaces.Space) -> bool:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import pathlib
 import subprocess
 import sys
 
@@ -54,3 +56,21 @@ def test_importing_the_brax_envs_prints_nothing() -> None:
     done = run("import roboppo_envs.brax.vector_env\n")
     assert done.returncode == 0, done.stderr
     assert "Failed to import" not in done.stdout + done.stderr
+
+
+def test_no_third_party_notice_at_start_with_the_legacy_gym_installed(tmp_path: pathlib.Path) -> None:
+    """The legacy `gym` (which the bench extra brings) warns when Stable-Baselines3 imports it; roboppo stays quiet."""
+    fake = tmp_path / "gym"
+    fake.mkdir()
+    (fake / "__init__.py").write_text(
+        "import warnings\n"
+        "warnings.warn('Gym has been unmaintained since 2022 and does not support NumPy 2.0 amongst other "
+        "critical functionality.', UserWarning, stacklevel=2)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    code = "import roboppo, stable_baselines3.common.vec_env.patch_gym as p; assert p.gym_installed; roboppo.PPO"
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "unmaintained" not in done.stderr
+    loud = subprocess.run([sys.executable, "-c", "import stable_baselines3"], env=env, capture_output=True, text=True)
+    assert "Gym has been unmaintained" in loud.stderr  # what it would print without roboppo

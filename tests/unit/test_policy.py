@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import pytest
@@ -128,3 +129,26 @@ def test_gsde_is_state_dependent_noise_squashed_by_tanh() -> None:
     policy = make_policy(use_sde=True)
     assert isinstance(policy.action_dist, StateDependentNoiseDistribution) and policy.squash_output
     assert not policy.uses_pre_tanh_path()
+
+
+def test_adam_is_fused_only_where_torch_has_the_kernel(monkeypatch: pytest.MonkeyPatch) -> None:
+    """torch 2.3 (allowed by pyproject) refuses fused=True on the CPU; the policy then builds plain Adam."""
+    from roboppo.ppo import policies
+
+    assert policies.fused_adam_available() is True  # this torch (>= 2.4)
+    assert make_policy().optimizer.defaults["fused"] is True
+    real_adam = th.optim.Adam
+
+    def old_adam(params: Any, **kwargs: Any) -> th.optim.Adam:
+        if kwargs.get("fused"):
+            raise RuntimeError("`fused=True` requires all the params to be floating point Tensors of supported devices")
+        return real_adam(params, **kwargs)
+
+    policies.fused_adam_available.cache_clear()
+    with monkeypatch.context() as patch:
+        patch.setattr(th.optim, "Adam", old_adam)
+        assert policies.fused_adam_available() is False
+    policies.fused_adam_available.cache_clear()
+    monkeypatch.setattr(policies, "fused_adam_available", lambda: False)
+    optimizer = make_policy().optimizer
+    assert not optimizer.defaults["fused"] and optimizer.defaults["eps"] == 1e-5
