@@ -3,7 +3,9 @@
 XLA compiles a Brax env in 10-40 s on a CPU and PPO's update in about a second; a compiled
 program kept on disk loads in a fraction of that, so every run after the first starts
 sooner. The folder is ``$ROBOPPO_JAX_CACHE`` (set but empty: no cache), else
-``~/.cache/roboppo/jax``. A cache folder configured through JAX itself is left alone.
+``~/.cache/roboppo/jax``. It holds at most ``$ROBOPPO_JAX_CACHE_MB`` megabytes (default 512):
+JAX evicts the programs used least recently beyond that. A cache folder configured through JAX
+itself is left alone.
 """
 
 from __future__ import annotations
@@ -14,6 +16,20 @@ from typing import Any
 # JAX writes only programs that took at least this long to compile (its default is 1 s, which
 # PPO's update on a small network can fall under, then compile anew in every process).
 MIN_COMPILE_SECONDS = 0.1
+#: the cache's default size cap, in megabytes (a Brax env's program is 1-20 MB, PPO's update well under 1 MB)
+DEFAULT_CACHE_MB = 512
+
+
+def cache_megabytes() -> int:
+    """The cache's size cap: ``$ROBOPPO_JAX_CACHE_MB`` or :data:`DEFAULT_CACHE_MB`."""
+    text = os.environ.get("ROBOPPO_JAX_CACHE_MB", "").strip()
+    try:
+        megabytes = int(text) if text else DEFAULT_CACHE_MB
+    except ValueError:
+        raise ValueError(f"ROBOPPO_JAX_CACHE_MB={text!r} is not a whole number of megabytes, e.g. 512.") from None
+    if megabytes < 1:
+        raise ValueError(f"ROBOPPO_JAX_CACHE_MB={text!r} must be at least 1 (ROBOPPO_JAX_CACHE= turns the cache off).")
+    return megabytes
 
 
 def cache_folder() -> str | None:
@@ -33,3 +49,4 @@ def enable_compilation_cache(jax: Any) -> None:
     if folder:
         jax.config.update("jax_compilation_cache_dir", folder)
         jax.config.update("jax_persistent_cache_min_compile_time_secs", MIN_COMPILE_SECONDS)
+        jax.config.update("jax_compilation_cache_max_size", cache_megabytes() * 2**20)  # least recently used go

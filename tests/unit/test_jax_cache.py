@@ -35,6 +35,7 @@ def test_the_variable_moves_the_cache_and_short_compilations_are_kept(
     assert config.updates == {
         "jax_compilation_cache_dir": str(tmp_path),
         "jax_persistent_cache_min_compile_time_secs": MIN_COMPILE_SECONDS,
+        "jax_compilation_cache_max_size": 512 * 2**20,
     }
 
 
@@ -50,3 +51,32 @@ def test_a_cache_configured_in_jax_is_left_alone(monkeypatch: pytest.MonkeyPatch
     config = FakeConfig(folder="/elsewhere")
     enable_compilation_cache(SimpleNamespace(config=config))
     assert config.updates == {}
+
+
+@pytest.mark.parametrize(("value", "message"), [("lots", "not a whole number"), ("0", "at least 1")])
+def test_a_bad_size_cap_is_named(monkeypatch: pytest.MonkeyPatch, value: str, message: str) -> None:
+    monkeypatch.setenv("ROBOPPO_JAX_CACHE_MB", value)
+    with pytest.raises(ValueError, match=f"ROBOPPO_JAX_CACHE_MB='{value}' .*{message}"):
+        enable_compilation_cache(SimpleNamespace(config=FakeConfig()))
+
+
+def test_the_cache_stays_under_its_cap(tmp_path: pathlib.Path) -> None:
+    """Real JAX: programs of 0.4 MB each, a 1 MB cap; the least recently used are evicted."""
+    import subprocess
+    import sys
+
+    code = (
+        "import jax, jax.numpy as jnp, numpy as np\n"
+        "from roboppo_envs.jax_cache import enable_compilation_cache\n"
+        "enable_compilation_cache(jax)\n"
+        "jax.config.update('jax_persistent_cache_min_compile_time_secs', 0)\n"
+        "for i in range(8):\n"
+        "    table = jnp.asarray(np.random.default_rng(i).normal(size=100_000).astype(np.float32))\n"
+        "    jax.jit(lambda x, t=table: (x + t).sum()).lower(1.0).compile()(1.0)\n"
+    )
+    env = {"ROBOPPO_JAX_CACHE": str(tmp_path), "ROBOPPO_JAX_CACHE_MB": "1", "JAX_PLATFORMS": "cpu"}
+    done = subprocess.run([sys.executable, "-c", code], env={**__import__("os").environ, **env}, capture_output=True,
+                          text=True, timeout=300)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    sizes = [path.stat().st_size for path in tmp_path.rglob("*") if path.is_file()]
+    assert len(sizes) >= 1 and sum(sizes) <= 2**20 < 8 * 400_000
