@@ -1,9 +1,9 @@
 """Which settings exist and which values they may take: the one place hyperparameters and CLI numbers are checked.
 
 - The keys a ``ppo.yml`` entry (or ``roboppo-zoo train -p``) may set are read from the signatures
-  of :class:`roboppo.PPO` (and SB3's PPO, whose keywords it forwards) and of its policy, so every
-  PPO keyword is accepted as soon as the class takes it; the accepted YAML types follow the
-  annotations. A typo is refused with the closest valid name.
+  of SB3's PPO and ``ActorCriticPolicy`` (so every SB3 keyword is accepted as soon as SB3 takes it;
+  the accepted YAML types follow the annotations), plus the few roboppo adds, declared in
+  :data:`ROBOPPO_PPO_KEYS` and :data:`ROBOPPO_POLICY_KEYS`. A typo is refused with the closest valid name.
 - :data:`RANGES` holds the allowed range of every number; the CLI's numeric flags use the same
   ranges through :func:`flag_type`, so a bad value reads alike wherever it comes from.
 """
@@ -137,26 +137,31 @@ def check_rollout(n_steps: int, n_envs: int, where: str) -> None:
 # -- accepted keys, from the signatures -------------------------------------------------------------
 
 
+#: the keywords :class:`roboppo.PPO` adds to SB3's PPO, and :class:`roboppo.TanhGaussianPolicy` to SB3's
+#: ``ActorCriticPolicy``, with their YAML types. Declared here, so that this shared layer reads nothing
+#: from the algorithms; ``tests/unit/test_hparams.py`` checks them against the two signatures.
+ROBOPPO_PPO_KEYS: dict[str, tuple[type, ...]] = {
+    "n_envs": (int, type(None)),
+    "reward_scale": (int, float, type(None)),
+    "train_backend": (str,),
+}
+ROBOPPO_POLICY_KEYS: dict[str, tuple[type, ...]] = {"normalize_obs": (bool,), "obs_clip": (int, float)}
+
+
 @functools.cache
 def ppo_key_types() -> dict[str, tuple[type, ...]]:
-    """Every key an entry may set, with the YAML types it accepts: :class:`roboppo.PPO`'s keywords and SB3's."""
+    """Every key an entry may set, with the YAML types it accepts: SB3's PPO keywords and roboppo's."""
     from stable_baselines3 import PPO as SB3PPO
 
-    from roboppo.ppo import PPO
-
-    keys = {**_settings_of(SB3PPO.__init__), **_settings_of(PPO.__init__), **ZOO_KEYS}
-    keys["train_backend"] = (str,)
-    return keys
+    return {**_settings_of(SB3PPO.__init__), **ROBOPPO_PPO_KEYS, **ZOO_KEYS}
 
 
 @functools.cache
 def policy_key_types() -> dict[str, tuple[type, ...]]:
-    """Every key ``policy_kwargs`` may set for roboppo's policy (its keywords and SB3's ``ActorCriticPolicy``'s)."""
+    """Every key ``policy_kwargs`` may set for roboppo's policy (SB3's ``ActorCriticPolicy`` keywords and its own)."""
     from stable_baselines3.common.policies import ActorCriticPolicy
 
-    from roboppo.ppo.policies import TanhGaussianPolicy
-
-    keys = {**_settings_of(ActorCriticPolicy.__init__), **_settings_of(TanhGaussianPolicy.__init__)}
+    keys = {**_settings_of(ActorCriticPolicy.__init__), **ROBOPPO_POLICY_KEYS}
     keys["activation_fn"] = (str,)  # a name from roboppo.common.hparams.ACTIVATIONS
     return keys
 

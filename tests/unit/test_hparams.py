@@ -203,3 +203,21 @@ def test_budget_cap_reads_the_environment(monkeypatch: pytest.MonkeyPatch) -> No
     monkeypatch.setenv("ROBOPPO_MAX_TIMESTEPS", "500")
     assert capped_budget(20_000) == (500, " (capped by ROBOPPO_MAX_TIMESTEPS=500)")
     assert capped_budget(300) == (300, "")
+
+
+def test_the_keys_roboppo_adds_are_those_of_its_signatures() -> None:
+    """The validation layer declares roboppo's extra keywords (it imports nothing from the algorithms); they must
+    be what roboppo.PPO and TanhGaussianPolicy really add to SB3's signatures."""
+    from stable_baselines3 import PPO as SB3PPO
+    from stable_baselines3.common.policies import ActorCriticPolicy
+
+    from roboppo import PPO, TanhGaussianPolicy
+    from roboppo.common import validation
+
+    def added(ours: object, theirs: object) -> dict:
+        mine, sb3 = validation._settings_of(ours), validation._settings_of(theirs)
+        return {key: value for key, value in mine.items() if sb3.get(key) != value}
+
+    declared = dict(validation.ROBOPPO_PPO_KEYS, train_backend=(str, type(None)))  # None means "auto" in PPO
+    assert added(PPO.__init__, SB3PPO.__init__) == declared
+    assert added(TanhGaussianPolicy.__init__, ActorCriticPolicy.__init__) == validation.ROBOPPO_POLICY_KEYS

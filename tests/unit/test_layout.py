@@ -57,3 +57,15 @@ def test_the_hparams_ship_inside_the_package_and_stay_at_zoo_hparams() -> None:
     assert setuptools["package-data"]["roboppo.zoo_hparams"] == ["*.yml"]
     assert (ROOT / "zoo_hparams").resolve() == ROOT / "roboppo" / "zoo_hparams"
     assert {p.name for p in (ROOT / "zoo_hparams").glob("*.yml")} == {"ppo.yml", "gail.yml"}
+
+
+def test_the_shared_layer_imports_nothing_from_the_algorithms() -> None:
+    """roboppo/common (envs adapters, hyperparameters, validation) sits below PPO, GAIL and the zoo: no arrow
+    runs back up, lazy imports included, so the house has no import circle through it."""
+    above = ("roboppo.ppo", "roboppo.gail", "roboppo.zoo", "roboppo.export")
+    for path in (ROOT / "roboppo" / "common").glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            names += [alias.name for alias in node.names] if isinstance(node, ast.Import) else []
+            upward = [name for name in names if name.startswith(above) and not name.startswith("roboppo.zoo_hparams")]
+            assert not upward, f"{path.name} imports {upward}"
