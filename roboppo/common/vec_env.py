@@ -10,7 +10,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 from stable_baselines3.common.monitor import Monitor
-from stable_baselines3.common.vec_env import VecEnv
+from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvIndices, VecEnvObs, VecEnvStepReturn
 
 
@@ -110,3 +110,48 @@ class GymnasiumVecEnv(VecEnv):
         # The adapter writes Monitor's episode statistics itself, so code that asks for a
         # Monitor (evaluate_policy) can rely on info["episode"].
         return [wrapper_class is Monitor for _ in self._get_indices(indices)]
+
+
+def flattenable(space: object) -> bool:
+    """A ``Dict`` of vector ``Box`` spaces (no images, nothing nested): what :class:`FlattenDictVecEnv` flattens."""
+    from stable_baselines3.common.preprocessing import is_image_space
+
+    return isinstance(space, gym.spaces.Dict) and all(
+        isinstance(sub, gym.spaces.Box) and not is_image_space(sub) for sub in space.spaces.values()
+    )
+
+
+def flatten_dict_obs(space: gym.spaces.Dict, obs: dict[str, Any]) -> np.ndarray:
+    """``obs`` (one observation or a batch) as ``gymnasium.spaces.flatten`` lays it out: the keys in the
+    space's order, each flattened; ``[dim]`` for one observation, ``[batch, dim]`` for a batch."""
+    flat_space = gym.spaces.flatten_space(space)
+    first_key = next(iter(space.spaces))
+    single = np.shape(obs[first_key]) == space.spaces[first_key].shape
+    if single:
+        return np.asarray(gym.spaces.flatten(space, obs), dtype=flat_space.dtype)
+    parts = [np.asarray(obs[key]).reshape(len(obs[key]), -1) for key in space.spaces]
+    return np.concatenate(parts, axis=1).astype(flat_space.dtype)
+
+
+class FlattenDictVecEnv(VecEnvWrapper):
+    """A ``VecEnv`` of ``Dict`` observations (vectors only) seen as one flat ``Box``, as Gymnasium's
+    ``FlattenObservation`` lays them out; terminal observations in ``infos`` are flattened alike.
+
+    roboppo.PPO puts it around such envs, so that a Dict env and its flattened twin train through the
+    same computation (the NumPy sampler and the compiled update take flat observations).
+    """
+
+    def __init__(self, venv: VecEnv) -> None:
+        assert isinstance(venv.observation_space, gym.spaces.Dict)
+        self.dict_space: gym.spaces.Dict = venv.observation_space
+        super().__init__(venv, observation_space=gym.spaces.flatten_space(self.dict_space))
+
+    def reset(self) -> VecEnvObs:
+        return flatten_dict_obs(self.dict_space, self.venv.reset())  # type: ignore[arg-type]
+
+    def step_wait(self) -> VecEnvStepReturn:
+        obs, rewards, dones, infos = self.venv.step_wait()
+        for info in infos:
+            if isinstance(info.get("terminal_observation"), dict):
+                info["terminal_observation"] = flatten_dict_obs(self.dict_space, info["terminal_observation"])
+        return flatten_dict_obs(self.dict_space, obs), rewards, dones, infos  # type: ignore[arg-type]

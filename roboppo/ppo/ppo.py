@@ -28,6 +28,7 @@ from roboppo.common.files import atomic_target
 from roboppo.common.hparams import ACTIVATIONS, TRAIN_BACKENDS, ZooEntry, capped_budget
 from roboppo.common.schedules import KLAdaptiveLR
 from roboppo.common.validation import NOT_SETTINGS
+from roboppo.common.vec_env import FlattenDictVecEnv, flatten_dict_obs, flattenable
 from roboppo.ppo import jax_train, torch_train
 from roboppo.ppo.defaults import SB3_SOURCE, BudgetNotice, describe, with_notice, zoo_arguments, zoo_entry
 from roboppo.ppo.fast_paths import Choice, sampler_choice, update_choice
@@ -141,6 +142,11 @@ class PPO(SB3PPO):
             given["env"] = make_env_from_id(
                 env, n_envs=1 if n_envs is None else n_envs, seed=given.get("seed"), env_kwargs=env_kwargs
             )
+        space = getattr(given.get("env"), "observation_space", None)
+        # a Dict of vectors is flattened (_wrap_env): roboppo's policy then reads it, as it reads the flat twin
+        self.dict_observation_space = space if flattenable(space) else None
+        if self.dict_observation_space is not None and given.get("policy") == "MultiInputPolicy":
+            given["policy"] = "MlpPolicy"
         self._settings = {name: _yaml_value(value) for name, value in (given | settings).items() if name in _SETTINGS}
         self.paths_run: dict[str, list[str]] = {"sampler": [], "update": []}
         self._paths_said: set[tuple[str, str]] = set()
@@ -151,6 +157,25 @@ class PPO(SB3PPO):
         super().__init__(**(given | settings))
         if entry is not None and self.verbose >= 1:
             print(describe(entry.source, self.hyperparams, replaced))
+
+    @staticmethod
+    def _wrap_env(env: GymEnv, verbose: int = 0, monitor_wrapper: bool = True) -> VecEnv:
+        """SB3's wrapping, then a ``Dict`` of vector observations flattened (:class:`FlattenDictVecEnv`)."""
+        venv = SB3PPO._wrap_env(env, verbose, monitor_wrapper)
+        return FlattenDictVecEnv(venv) if flattenable(venv.observation_space) else venv
+
+    def predict(
+        self,
+        observation: np.ndarray | dict[str, np.ndarray],
+        state: tuple[np.ndarray, ...] | None = None,
+        episode_start: np.ndarray | None = None,
+        deterministic: bool = False,
+    ) -> tuple[np.ndarray, tuple[np.ndarray, ...] | None]:
+        """SB3's ``predict``; a ``Dict`` observation of a flattened env is flattened first, as the env is."""
+        dict_space = getattr(self, "dict_observation_space", None)
+        if dict_space is not None and isinstance(observation, dict):
+            observation = flatten_dict_obs(dict_space, observation)
+        return super().predict(observation, state, episode_start, deterministic)
 
     def _is_roboppo_policy(self, policy: str | type[BasePolicy]) -> bool:
         policy_class = self.policy_aliases.get(policy) if isinstance(policy, str) else policy

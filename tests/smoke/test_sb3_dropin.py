@@ -331,3 +331,46 @@ def test_models_saved_with_the_retired_device_buffer_still_load(tmp_path: pathli
     assert model.rollout_buffer_class is RolloutBuffer
     model.learn(64)
     assert model.num_timesteps == 64
+
+
+class VectorDictEnv(gym.Env):
+    """Observations: a Dict of two vectors (as SB3's DummyDictEnv with vec_only); reward: the action."""
+
+    def __init__(self) -> None:
+        self.observation_space = gym.spaces.Dict(
+            {"vec": gym.spaces.Box(-1, 1, (2,), np.float32), "goal": gym.spaces.Box(-2, 2, (3,), np.float32)}
+        )
+        self.action_space = gym.spaces.Box(-1, 1, (1,), np.float32)
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[Any, dict]:
+        super().reset(seed=seed)
+        if seed is not None:
+            self.observation_space.seed(seed)
+        return self.observation_space.sample(), {}
+
+    def step(self, action: np.ndarray) -> tuple[Any, float, bool, bool, dict]:
+        return self.observation_space.sample(), float(action[0]), False, False, {}
+
+
+def test_a_dict_env_and_its_flattened_twin_train_to_the_same_weights(tmp_path: pathlib.Path) -> None:
+    """SB3's test_consistency, to the bit: the Dict of vectors is flattened before the policy, so both take the
+    NumPy sampler and the compiled update; predict takes the Dict."""
+    dict_env = gym.wrappers.TimeLimit(VectorDictEnv(), 100)
+    flat_env = gym.wrappers.FlattenObservation(gym.wrappers.TimeLimit(VectorDictEnv(), 100))
+    obs, _ = dict_env.reset(seed=10)
+    flat_env.reset(seed=10)
+    dict_model = PPO("MultiInputPolicy", dict_env, gamma=0.5, seed=1, n_steps=128).learn(256)
+    flat_model = PPO("MlpPolicy", flat_env, gamma=0.5, seed=1, n_steps=128).learn(256)
+    assert dict_model.paths_run == flat_model.paths_run == {"sampler": ["numpy"], "update": ["jax"]}
+    for (name, a), b in zip(
+        dict_model.policy.state_dict().items(), flat_model.policy.state_dict().values(), strict=True
+    ):
+        assert th.equal(a, b), name
+    flat_obs = gym.spaces.flatten(dict_env.observation_space, obs)
+    expected = flat_model.predict(flat_obs, deterministic=True)[0]
+    np.testing.assert_array_equal(dict_model.predict(obs, deterministic=True)[0], expected)
+    dict_model.save(tmp_path / "dict.zip")
+    loaded = PPO.load(tmp_path / "dict.zip", env=gym.wrappers.TimeLimit(VectorDictEnv(), 100))
+    np.testing.assert_array_equal(
+        loaded.predict(obs, deterministic=True)[0], dict_model.predict(obs, deterministic=True)[0]
+    )
