@@ -26,7 +26,6 @@ import json
 import multiprocessing
 import os
 import pathlib
-import shutil
 import statistics
 import sys
 import threading
@@ -54,6 +53,7 @@ DEFAULT_ENVS = ["RoboInvertedPendulum-v0", "RoboInvertedDoublePendulum-v0", "Rob
 # the return each entry is tuned to reach (README, "Results"); other ids use their reward_threshold
 TARGETS = {"RoboHopper-v0": 3000.0, "RoboInvertedDoublePendulum-v0": 9100.0, "RoboInvertedPendulum-v0": 950.0}
 ROBOPPO, STOCK = "roboppo", "sb3 + rl-zoo3"
+UNFINISHED = "unfinished"  # where a seed's run that cannot be continued exactly is kept
 
 
 Runner = Callable[[argparse.Namespace, str, int], "Row"]
@@ -124,7 +124,7 @@ def run_roboppo(args: argparse.Namespace, env_id: str, seed: int) -> Row:
         if train(train_args) == INTERRUPTED:  # Ctrl-C or SIGTERM stops the benchmark, not just this seed
             raise KeyboardInterrupt
         seconds = before + time.perf_counter() - start
-        (run_dir,) = (path for path in log_folder.iterdir() if path.is_dir())
+        (run_dir,) = run_dirs(log_folder)
     else:  # the training time the finished run logged last
         seconds = next((elapsed for _, elapsed in reversed(timings(run_dir))), float("nan"))
     model = PPO.load(run_dir / "model.zip")
@@ -167,7 +167,7 @@ def finished_run(log_folder: pathlib.Path, budget: int) -> pathlib.Path | None:
     """A run of this seed that an earlier benchmark finished (so a re-run only reports it), else None."""
     if not log_folder.is_dir():
         return None
-    for run_dir in sorted(path for path in log_folder.iterdir() if path.is_dir()):
+    for run_dir in run_dirs(log_folder):
         if (run_dir / "model.zip").is_file() and saved_steps(run_dir / "model.zip") >= budget:
             return run_dir
     return None
@@ -176,11 +176,12 @@ def finished_run(log_folder: pathlib.Path, budget: int) -> pathlib.Path | None:
 def resumable_run(log_folder: pathlib.Path) -> pathlib.Path | None:
     """An unfinished run of this seed with a checkpoint it can continue from exactly (training state beside it).
 
-    Any other unfinished run is removed: the seed trains again from the start.
+    Any other unfinished run is kept, moved into ``<seed folder>/unfinished/``, and the seed trains again
+    from the start.
     """
     if not log_folder.is_dir():
         return None
-    for run_dir in sorted(path for path in log_folder.iterdir() if path.is_dir()):
+    for run_dir in run_dirs(log_folder):
         try:
             point, steps = resume_point(run_dir)
         except UserInputError:
@@ -188,9 +189,16 @@ def resumable_run(log_folder: pathlib.Path) -> pathlib.Path | None:
         if point is not None and state_path(point).is_file():
             print(f"{run_dir} did not finish; continuing it from {point.name} ({steps:,} steps)", flush=True)
             return run_dir
-        print(f"{run_dir} did not finish and has no training state; training this seed again", flush=True)
-        shutil.rmtree(run_dir)
+        kept = log_folder / UNFINISHED / run_dir.name
+        kept.parent.mkdir(exist_ok=True)
+        run_dir.rename(kept)
+        print(f"{run_dir} did not finish and has no training state; kept as {kept}, training this seed again")
     return None
+
+
+def run_dirs(log_folder: pathlib.Path) -> list[pathlib.Path]:
+    """The run folders of one seed (not the unfinished ones set aside)."""
+    return sorted(path for path in log_folder.iterdir() if path.is_dir() and path.name != UNFINISHED)
 
 
 def run_sb3(args: argparse.Namespace, env_id: str, seed: int, budget: int) -> Row:
@@ -333,7 +341,7 @@ def benchmark(args: argparse.Namespace) -> int:
         rows += mine
         if not args.no_sb3 and env_id in RL_ZOO3_PPO:  # the same seeds and env steps as roboppo's runs
             rows += seed_rows(args, functools.partial(run_sb3, budget=mine[0].steps), env_id, rows)
-        runs = sorted((args.out / "runs" / file_name(env_id)).glob("seed*/*"))
+        runs = [run for seed in sorted((args.out / "runs" / file_name(env_id)).glob("seed*")) for run in run_dirs(seed)]
         if runs:  # absent when every row was kept from an earlier checkout
             plot(argparse.Namespace(runs=runs, out=args.out / f"{file_name(env_id)}.png"))
         finals = {

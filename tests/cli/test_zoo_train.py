@@ -412,3 +412,20 @@ def test_an_interrupted_run_ends_evaluated(tmp_path: pathlib.Path) -> None:
     with np.load(run / "evaluations.npz") as history:
         assert history["timesteps"].tolist() == [steps] and steps < 100_000
     assert (run / "best_model.zip").is_file() and "best_model.zip" in output
+
+
+def test_a_benchmark_keeps_an_unfinished_run_it_cannot_continue(tmp_path: pathlib.Path) -> None:
+    """No training state to continue from exactly: the run is set aside (not deleted) and the seed trains again."""
+    argv = ["benchmark", "--envs", ENV, "--seeds", "1", "--jobs", "1", "--no-sb3", "--n-timesteps", "512"]
+    argv += ["--eval-freq", "256", "--eval-episodes", "2", "--final-episodes", "2", "--out", str(tmp_path)]
+    assert main(argv) == 0
+    (run,) = (tmp_path / "runs" / ENV / "seed0").iterdir()
+    for path in [run / "model.zip", *run.rglob("*.state.npz")]:
+        path.unlink()  # as if killed before its first checkpoint with a training state
+    shutil.rmtree(tmp_path / "rows")
+    left = sorted(p.relative_to(run) for p in run.rglob("*"))
+    assert main(argv) == 0
+    kept = tmp_path / "runs" / ENV / "seed0" / "unfinished" / run.name
+    assert sorted(p.relative_to(kept) for p in kept.rglob("*")) == left
+    (again,) = [p for p in (tmp_path / "runs" / ENV / "seed0").iterdir() if p.name != "unfinished"]
+    assert PPO.load(again / "model.zip").num_timesteps == 512
