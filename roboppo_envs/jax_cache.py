@@ -10,7 +10,9 @@ itself is left alone.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import pathlib
 from typing import Any
 
 # JAX writes only programs that took at least this long to compile (its default is 1 s, which
@@ -50,3 +52,20 @@ def enable_compilation_cache(jax: Any) -> None:
         jax.config.update("jax_compilation_cache_dir", folder)
         jax.config.update("jax_persistent_cache_min_compile_time_secs", MIN_COMPILE_SECONDS)
         jax.config.update("jax_compilation_cache_max_size", cache_megabytes() * 2**20)  # least recently used go
+        add_missing_access_times(folder)
+
+
+def add_missing_access_times(folder: str) -> None:
+    """Give every cached program without one an access time of 0 (evicted first).
+
+    JAX records access times only when the cache has a size cap; programs cached without one (by an
+    earlier roboppo) have none, and JAX's eviction then fails on them, warning at every new program.
+    """
+    root = pathlib.Path(folder)
+    if not root.is_dir():
+        return
+    for program in root.glob("*-cache"):
+        access_time = program.with_name(program.name.removesuffix("-cache") + "-atime")
+        if not access_time.exists():
+            with contextlib.suppress(OSError):  # another process may be doing the same
+                access_time.write_bytes((0).to_bytes(8, "little"))

@@ -80,3 +80,15 @@ def test_the_cache_stays_under_its_cap(tmp_path: pathlib.Path) -> None:
     assert done.returncode == 0, done.stderr
     sizes = [path.stat().st_size for path in tmp_path.rglob("*") if path.is_file()]
     assert len(sizes) >= 1 and sum(sizes) <= 2**20 < 8 * 400_000
+
+
+def test_programs_cached_without_a_cap_get_an_access_time(tmp_path: pathlib.Path) -> None:
+    """Entries an uncapped cache wrote have no access time; JAX's eviction would fail on them at every write."""
+    from roboppo_envs.jax_cache import add_missing_access_times
+
+    (tmp_path / "jit_update-abc-cache").write_bytes(b"program")
+    (tmp_path / "jit_step-def-cache").write_bytes(b"program")
+    (tmp_path / "jit_step-def-atime").write_bytes((123).to_bytes(8, "little"))
+    add_missing_access_times(str(tmp_path))
+    assert (tmp_path / "jit_update-abc-atime").read_bytes() == bytes(8)
+    assert int.from_bytes((tmp_path / "jit_step-def-atime").read_bytes(), "little") == 123
