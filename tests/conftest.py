@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 import os
+import pathlib
+import signal
+import subprocess
+import sys
+import time
 
 os.environ.setdefault("MUJOCO_GL", "egl")  # headless rendering; read when mujoco is imported
 
@@ -41,3 +46,18 @@ def _jax_compilation_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
     jax.config.update("jax_compilation_cache_dir", str(tmp_path_factory.mktemp("jax-cache")))
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
     jax.config.update("jax_persistent_cache_min_entry_size_bytes", -1)
+
+
+def train_until_interrupted(folder: pathlib.Path, *flags: str, signum: int = signal.SIGINT) -> str:
+    """Run ``roboppo-zoo train`` into ``folder`` in a subprocess, send ``signum`` once a first rollout is logged,
+    and return its output (it must exit with 130, as an interrupted train does)."""
+    command = [sys.executable, "-m", "roboppo.zoo.cli", "train", "--log-folder", str(folder), *flags]
+    worker = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.monotonic() + 120
+    while not any(path.stat().st_size for path in folder.glob("*/progress.csv")):  # a first rollout was logged
+        assert worker.poll() is None and time.monotonic() < deadline, worker.communicate()[0]
+        time.sleep(0.2)
+    worker.send_signal(signum)
+    output = worker.communicate(timeout=60)[0]
+    assert worker.returncode == 130, output
+    return output

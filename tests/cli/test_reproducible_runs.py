@@ -6,9 +6,6 @@ import csv
 import pathlib
 import shutil
 import signal
-import subprocess
-import sys
-import time
 
 import numpy as np
 import pytest
@@ -17,6 +14,7 @@ import yaml
 from roboppo import PPO
 from roboppo.common.env_util import make_env_from_id
 from roboppo.zoo.cli import main
+from tests.conftest import train_until_interrupted
 
 ENV = "RoboInvertedPendulum-v0"
 TINY = ["--n-timesteps", "1024", "--eval-freq", "256", "--save-freq", "512", "--eval-episodes", "2", "--n-envs", "2"]
@@ -157,16 +155,8 @@ def test_a_damaged_history_is_one_error_line(
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
 def test_an_interrupted_train_saves_the_model_and_resumes(tmp_path: pathlib.Path, signum: int) -> None:
-    command = [sys.executable, "-m", "roboppo.zoo.cli", "train", "--env", ENV, "--log-folder", str(tmp_path)]
-    command += ["--n-timesteps", "1000000", "--eval-freq", "off", "--save-freq", "off", "--no-progress-bar"]
-    worker = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    deadline = time.monotonic() + 120
-    while not any(path.stat().st_size for path in tmp_path.glob("*/progress.csv")):  # a first rollout was logged
-        assert worker.poll() is None and time.monotonic() < deadline, worker.communicate()[0]
-        time.sleep(0.2)
-    worker.send_signal(signum)
-    output = worker.communicate(timeout=60)[0]
-    assert worker.returncode == 130, output
+    flags = ["--env", ENV, "--n-timesteps", "1000000", "--eval-freq", "off", "--save-freq", "off", "--no-progress-bar"]
+    output = train_until_interrupted(tmp_path, *flags, signum=signum)
     (run,) = tmp_path.iterdir()
     assert f"Continue with: roboppo-zoo train --resume {run}" in output
     steps = PPO.load(run / "model.zip").num_timesteps

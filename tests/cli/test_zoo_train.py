@@ -6,7 +6,6 @@ import argparse
 import pathlib
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -18,6 +17,7 @@ import yaml
 
 from roboppo import PPO
 from roboppo.zoo.cli import main
+from tests.conftest import train_until_interrupted
 
 ENV = "RoboInvertedPendulum-v0"
 TINY = ["--n-timesteps", "1024", "--eval-freq", "256", "--save-freq", "512", "--eval-episodes", "2"]
@@ -397,16 +397,8 @@ def test_every_run_ends_evaluated(
 
 def test_an_interrupted_run_ends_evaluated(tmp_path: pathlib.Path) -> None:
     """Ctrl-C between two evaluations: the model where it stopped is evaluated and recorded."""
-    command = [sys.executable, "-m", "roboppo.zoo.cli", "train", "--env", ENV, "--log-folder", str(tmp_path)]
-    command += ["--n-timesteps", "1000000", "--eval-freq", "100000", "--eval-episodes", "2", "--no-progress-bar"]
-    worker = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    deadline = time.monotonic() + 120
-    while not any(path.stat().st_size for path in tmp_path.glob("*/progress.csv")):  # a first rollout was logged
-        assert worker.poll() is None and time.monotonic() < deadline, worker.communicate()[0]
-        time.sleep(0.2)
-    worker.send_signal(signal.SIGINT)
-    output = worker.communicate(timeout=60)[0]
-    assert worker.returncode == 130, output
+    flags = ["--env", ENV, "--n-timesteps", "1000000", "--eval-freq", "100000", "--eval-episodes", "2"]
+    output = train_until_interrupted(tmp_path, *flags, "--no-progress-bar")
     (run,) = tmp_path.iterdir()
     steps = PPO.load(run / "model.zip").num_timesteps
     with np.load(run / "evaluations.npz") as history:
