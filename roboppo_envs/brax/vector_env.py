@@ -32,6 +32,7 @@ import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 
 from roboppo_envs.jax_cache import enable_compilation_cache
+from roboppo_envs.vector_api import reset_mask
 
 # MuJoCo's MJX prints "Failed to import warp: ..." and "Failed to import mujoco_warp: ..." when
 # Brax imports it without NVIDIA Warp, which only its GPU pipeline uses: those two lines are dropped.
@@ -175,22 +176,15 @@ class BraxVectorEnv(VectorEnv):
         else:
             key = jax.random.PRNGKey(int(np.random.SeedSequence().generate_state(1)[0] >> 1))
         fresh = self._reset_fn(key)
-        mask = (options or {}).get("reset_mask")
+        mask = reset_mask(options, self.num_envs, self.name, self._carry is None)
         if mask is not None:  # only the masked copies restart; the others keep their episodes
             fresh = self._masked(fresh, mask)
         self._carry = fresh
         return np.array(self._carry.state.obs), {}
 
-    def _masked(self, fresh: _Carry, mask: Any) -> _Carry:
+    def _masked(self, fresh: _Carry, mask: np.ndarray) -> _Carry:
         """``fresh`` for the copies in ``mask``, the current carry for the others (``SyncVectorEnv``'s reset_mask)."""
-        if not isinstance(mask, np.ndarray) or mask.dtype != np.bool_ or mask.shape != (self.num_envs,):
-            raise ValueError(
-                f"{self.name}: options['reset_mask'] must be a bool NumPy array of shape ({self.num_envs},)."
-            )
-        if not mask.any():
-            raise ValueError(f"{self.name}: options['reset_mask'] must contain at least one True value.")
-        if self._carry is None:
-            raise ValueError(f"{self.name}: the first reset() resets every copy; options['reset_mask'] comes later.")
+        assert self._carry is not None
         rows = jnp.asarray(mask)
         state = jax.tree_util.tree_map(lambda new, old: _where_rows(rows, new, old), fresh.state, self._carry.state)
         steps = jnp.where(rows, 0, self._carry.steps)

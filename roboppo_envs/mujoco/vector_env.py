@@ -45,6 +45,7 @@ from roboppo_envs.mujoco.tasks import (
     MujocoTask,
     State,
 )
+from roboppo_envs.vector_api import reset_mask
 
 #: the render modes whose frames a vector env returns, one per copy
 FRAME_MODES = ("rgb_array", "depth_array", "rgbd_tuple")
@@ -209,37 +210,22 @@ class MujocoVectorEnv(VectorEnv):
         seeds = seed if isinstance(seed, list) else [None if seed is None else seed + i for i in range(self.num_envs)]
         if len(seeds) != self.num_envs:
             raise ValueError(f"{self.name}: reset(seed=list) needs {self.num_envs} seeds, got {len(seeds)}.")
-        mask = self._reset_mask(options)
+        mask = reset_mask(options, self.num_envs, self.name, self._needs_reset)
+        mask = np.ones(self.num_envs, dtype=bool) if mask is None else mask
         copies = np.flatnonzero(mask)
         self._rngs = [
             np_random(s)[0] if s is not None and reset else rng
             for rng, s, reset in zip(self._rngs, seeds, mask, strict=True)
         ]
         first, reset_info = self._reset_copies(copies)
-        obs = np.empty((self.num_envs, *first.shape[1:])) if self._obs is None else self._obs.astype(first.dtype)
-        obs[copies] = first
+        obs = np.empty((self.num_envs, *first.shape[1:]), self._obs_dtype) if self._obs is None else self._obs.copy()
+        obs[copies] = first  # cast to the observation dtype, as astype does
         self._steps[copies] = 0
         self._autoreset[copies] = False
         self._needs_reset = False
-        self._obs = obs.astype(self._obs_dtype)
+        self._obs = obs
         info = with_masks(reset_info, self.num_envs) if mask.all() else scattered(reset_info, copies, self.num_envs)
         return self._obs, info
-
-    def _reset_mask(self, options: dict[str, Any] | None) -> np.ndarray:
-        """The copies to reset: all, or ``options["reset_mask"]`` (checked as ``SyncVectorEnv`` checks it)."""
-        mask = (options or {}).get("reset_mask")
-        if mask is None:
-            return np.ones(self.num_envs, dtype=bool)
-        if not isinstance(mask, np.ndarray) or mask.dtype != np.bool_ or mask.shape != (self.num_envs,):
-            raise ValueError(
-                f"{self.name}: options['reset_mask'] must be a bool NumPy array of shape ({self.num_envs},), "
-                f"got {mask!r}."
-            )
-        if not mask.any():
-            raise ValueError(f"{self.name}: options['reset_mask'] must contain at least one True value.")
-        if self._needs_reset and not mask.all():
-            raise ValueError(f"{self.name}: the first reset() resets every copy; options['reset_mask'] comes later.")
-        return mask
 
     def step(self, actions: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         """Step every copy with actions ``[num_envs, action_dim]``; finished copies reset as ``autoreset_mode`` says.
