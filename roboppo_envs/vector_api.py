@@ -6,6 +6,8 @@ from typing import Any
 
 import numpy as np
 
+Info = dict[str, np.ndarray]  # per-term arrays, one row per copy
+
 
 def reset_mask(options: dict[str, Any] | None, num_envs: int, name: str, first_reset: bool) -> np.ndarray | None:
     """``options["reset_mask"]``, checked as ``SyncVectorEnv`` checks it; None when absent (every copy resets).
@@ -24,3 +26,29 @@ def reset_mask(options: dict[str, Any] | None, num_envs: int, name: str, first_r
     if first_reset:
         raise ValueError(f"{name}: the first reset() resets every copy; options['reset_mask'] comes later.")
     return mask
+
+
+def expand(mask: np.ndarray, value: np.ndarray) -> np.ndarray:
+    """``mask`` ``[N]`` shaped to broadcast against ``value`` ``[N, ...]``."""
+    return mask.reshape(-1, *([1] * (value.ndim - 1)))
+
+
+def with_masks(terms: Info, present: np.ndarray | int) -> dict[str, Any]:
+    """``terms`` with a ``_term`` mask each (``present``: a mask, or a count of copies that all have it)."""
+    out: dict[str, Any] = {}
+    for key, value in terms.items():
+        out[key] = value
+        out[f"_{key}"] = np.ones(present, dtype=bool) if isinstance(present, int) else present.copy()
+    return out
+
+
+def scattered(terms: Info, copies: np.ndarray, num_envs: int) -> dict[str, Any]:
+    """Terms of ``copies`` alone laid out over all ``num_envs`` copies (zeros, masked out, elsewhere)."""
+    present = np.zeros(num_envs, dtype=bool)
+    present[copies] = True
+    out = {}
+    for key, value in terms.items():
+        full = np.zeros((num_envs, *np.shape(value)[1:]), dtype=np.asarray(value).dtype)
+        full[copies] = value
+        out[key] = full
+    return with_masks(out, present)

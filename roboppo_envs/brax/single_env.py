@@ -23,7 +23,7 @@ class BraxEnv(gym.Env):
 
     def __init__(self, env_name: str, backend: str = "spring", render_mode: str | None = None, **kwargs: Any) -> None:
         self.vector_env = BraxVectorEnv(
-            env_name, num_envs=1, backend=backend, max_episode_steps=None, render_mode=render_mode, **kwargs
+            env_name, 1, backend, max_episode_steps=None, render_mode=render_mode, autoreset_mode="SameStep", **kwargs
         )
         self.observation_space = self.vector_env.single_observation_space
         self.action_space = self.vector_env.single_action_space
@@ -36,16 +36,21 @@ class BraxEnv(gym.Env):
         super().reset(seed=seed)
         if seed is None:
             seed = int(self.np_random.integers(2**31 - 1))
-        obs, _ = self.vector_env.reset(seed=seed)
-        return obs[0], {}
+        obs, info = self.vector_env.reset(seed=seed)
+        return obs[0], _first(info)
 
     def step(self, action: np.ndarray) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
         batch = np.asarray(action, dtype=np.float32).reshape(1, -1)
         obs, reward, terminated, _, info = self.vector_env.step(batch)
-        if terminated[0]:
-            obs = info["final_obs"]  # the vector env already reset; report the terminal observation
-        return obs[0], float(reward[0]), bool(terminated[0]), False, {}
+        if terminated[0]:  # the vector env already reset; report the terminal observation and terms
+            obs, info = info["final_obs"], info["final_info"]
+        return obs[0], float(reward[0]), bool(terminated[0]), False, _first(info)
 
     def render(self) -> np.ndarray | None:  # type: ignore[override]
         frames = self.vector_env.render()
         return None if frames is None else frames[0]
+
+
+def _first(info: dict[str, Any]) -> dict[str, float]:
+    """The single copy's per-term values of a batch's ``info`` (Python floats, as Gymnasium's MuJoCo envs)."""
+    return {key: float(value[0]) for key, value in info.items() if not key.startswith("_") and key != "final_obs"}

@@ -6,9 +6,13 @@ adapter is a ``gymnasium.vector.VectorEnv`` instead:
 
 - reset and step are one jit-compiled function each over the whole batch (``jax.vmap``);
 - ``terminated`` (the robot fell) and ``truncated`` (``max_episode_steps`` reached) are kept apart;
-- autoreset is ``SAME_STEP``: a finished copy is reset inside the same ``step`` call, its
-  returned observation is the new episode's first, and the last observation of the finished
-  episode is in ``info["final_obs"]`` (rows where ``info["_final_obs"]`` is True);
+- autoreset as Gymnasium's vector envs (``autoreset_mode``): ``NEXT_STEP`` by default (a finished
+  copy returns its last observation, and resets in the next ``step``, whose action it ignores);
+  ``SAME_STEP`` (what roboppo's trainers ask for: the copy resets inside the same ``step``, the
+  finished episode's last observation and terms in ``info["final_obs"]`` and ``info["final_info"]``);
+  or ``DISABLED`` (finished copies wait for ``reset(options={"reset_mask": ...})``);
+- step infos carry the Brax env's per-term metrics (``reward_forward``, ``x_velocity``, ...) with
+  their ``_``-masks, as ``SyncVectorEnv`` lays out its copies' infos;
 - resets draw fresh random initial states from the env's key, so two envs seeded alike
   produce identical trajectories, and a reset without a seed continues the carried key;
 - ``step`` returns writable NumPy arrays (one copy of a few kB per step; from a GPU, the
@@ -32,7 +36,7 @@ import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 
 from roboppo_envs.jax_cache import enable_compilation_cache
-from roboppo_envs.vector_api import reset_mask
+from roboppo_envs.vector_api import expand, reset_mask, scattered, with_masks
 
 # MuJoCo's MJX prints "Failed to import warp: ..." and "Failed to import mujoco_warp: ..." when
 # Brax imports it without NVIDIA Warp, which only its GPU pipeline uses: those two lines are dropped.
@@ -61,12 +65,23 @@ class BraxNonFiniteError(RuntimeError):
     """The Brax simulation produced NaN or inf."""
 
 
+class _Outputs(NamedTuple):
+    obs: jax.Array  # what step returns: a restarted copy's first observation
+    reward: jax.Array
+    terminated: jax.Array
+    truncated: jax.Array
+    final_obs: jax.Array  # the stepped observation, before any restart
+    metrics: dict[str, jax.Array]  # per-term values; a restarted copy's are its reset's
+    final_metrics: dict[str, jax.Array]
+
+
 class _Carry(NamedTuple):
     state: Any  # batched brax State
     steps: jax.Array  # [num_envs] int32, steps taken in the current episode
     key: jax.Array
     vector_steps: jax.Array  # scalar int32, steps taken by the whole batch
     first_bad_step: jax.Array  # scalar int32, -1 until a non-finite value appears
+    finished: jax.Array  # [num_envs] bool, episodes that ended at the last step (NEXT_STEP, DISABLED)
 
 
 def make_brax_env(env_name: str, backend: str, **kwargs: Any) -> Any:
@@ -87,12 +102,13 @@ class BraxVectorEnv(VectorEnv):
         ``generalized`` or ``mjx``.
     :param max_episode_steps: steps after which an episode is truncated (None: never).
     :param render_mode: ``"rgb_array"``: ``render()`` returns one frame per copy (MuJoCo's renderer).
-    :param autoreset_mode: ``SAME_STEP`` only: finished copies reset inside the jitted step.
+    :param autoreset_mode: how finished copies reset, as Gymnasium's ``SyncVectorEnv`` (default
+        ``NEXT_STEP``; ``SAME_STEP`` for roboppo's trainers; ``DISABLED``).
     :param env_id: the Gymnasium id, used in error messages.
     :param kwargs: keyword arguments of the Brax env class (reward weights, ...).
     """
 
-    metadata: dict[str, Any] = {"autoreset_mode": AutoresetMode.SAME_STEP, "render_modes": ["rgb_array"]}
+    metadata: dict[str, Any] = {"autoreset_mode": AutoresetMode.NEXT_STEP, "render_modes": ["rgb_array"]}
 
     def __init__(
         self,
@@ -102,17 +118,13 @@ class BraxVectorEnv(VectorEnv):
         max_episode_steps: int | None = 1000,
         render_mode: str | None = None,
         env_id: str | None = None,
-        autoreset_mode: AutoresetMode | str = AutoresetMode.SAME_STEP,
+        autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
         **kwargs: Any,
     ) -> None:
         if num_envs < 1:
             raise ValueError(f"num_envs must be at least 1, got {num_envs}.")
-        if AutoresetMode(autoreset_mode) != AutoresetMode.SAME_STEP:
-            raise ValueError(
-                f"autoreset_mode={AutoresetMode(autoreset_mode)}: Brax batches reset finished copies inside the "
-                "jitted step (SAME_STEP, the final observations in info['final_obs']); NEXT_STEP and DISABLED are "
-                "not offered."
-            )
+        self.autoreset_mode = AutoresetMode(autoreset_mode)
+        self.metadata = {**self.metadata, "autoreset_mode": self.autoreset_mode}
         if render_mode not in (None, "rgb_array"):
             raise ValueError(f"render_mode={render_mode!r}: Brax batches render 'rgb_array' frames, one per copy.")
         self.brax_env = make_brax_env(env_name, backend, **kwargs)
@@ -137,28 +149,38 @@ class BraxVectorEnv(VectorEnv):
         key, reset_key = jax.random.split(key)
         state = jax.vmap(self.brax_env.reset)(jax.random.split(reset_key, self.num_envs))
         zeros = jnp.zeros(self.num_envs, jnp.int32)
-        return _Carry(state, zeros, key, jnp.int32(0), jnp.int32(-1))
+        return _Carry(state, zeros, key, jnp.int32(0), jnp.int32(-1), jnp.zeros(self.num_envs, bool))
 
-    def _step_batch(self, carry: _Carry, action: jax.Array) -> tuple[_Carry, tuple[jax.Array, ...]]:
+    def _step_batch(self, carry: _Carry, action: jax.Array) -> tuple[_Carry, _Outputs]:
         stepped = jax.vmap(self.brax_env.step)(carry.state, action)
         steps = carry.steps + 1
         terminated = stepped.done > 0
         limit = self.max_episode_steps if self.max_episode_steps is not None else jnp.iinfo(jnp.int32).max
         truncated = (steps >= limit) & ~terminated
+        # NEXT_STEP: the copies that finished at the last step only reset here (their action is unused)
+        idle = carry.finished if self.autoreset_mode == AutoresetMode.NEXT_STEP else jnp.zeros_like(terminated)
+        terminated, truncated = terminated & ~idle, truncated & ~idle
+        reward = jnp.where(idle, 0.0, stepped.reward)
         done = terminated | truncated
+        restart = idle | done if self.autoreset_mode == AutoresetMode.SAME_STEP else idle
         key, reset_key = jax.random.split(carry.key)
         fresh = jax.lax.cond(
-            done.any(),
+            restart.any(),
             lambda k: jax.vmap(self.brax_env.reset)(jax.random.split(k, self.num_envs)),
             lambda k: stepped,
             reset_key,
         )
-        state = jax.tree_util.tree_map(lambda new, old: _where_rows(done, new, old), fresh, stepped)
-        finite = jnp.isfinite(stepped.obs).all() & jnp.isfinite(stepped.reward).all()
+        state = jax.tree_util.tree_map(lambda new, old: _where_rows(restart, new, old), fresh, stepped)
+        finite = (
+            jnp.isfinite(_where_rows(idle, jnp.zeros_like(stepped.obs), stepped.obs)).all() & jnp.isfinite(reward).all()
+        )
         vector_steps = carry.vector_steps + 1
         first_bad = jnp.where((carry.first_bad_step < 0) & ~finite, vector_steps, carry.first_bad_step)
-        new_carry = _Carry(state, jnp.where(done, 0, steps), key, vector_steps, first_bad)
-        return new_carry, (state.obs, stepped.reward, terminated, truncated, stepped.obs)
+        finished = done & (self.autoreset_mode != AutoresetMode.SAME_STEP)
+        new_carry = _Carry(state, jnp.where(restart, 0, steps), key, vector_steps, first_bad, finished)
+        return new_carry, _Outputs(
+            state.obs, reward, terminated, truncated, stepped.obs, state.metrics, stepped.metrics
+        )
 
     # -- Gymnasium VectorEnv API ----------------------------------------------------------------
 
@@ -180,7 +202,9 @@ class BraxVectorEnv(VectorEnv):
         if mask is not None:  # only the masked copies restart; the others keep their episodes
             fresh = self._masked(fresh, mask)
         self._carry = fresh
-        return np.array(self._carry.state.obs), {}
+        metrics = _host(fresh.state.metrics)
+        info = with_masks(metrics, self.num_envs) if mask is None else scattered(metrics, mask, self.num_envs)
+        return np.array(self._carry.state.obs), info
 
     def _masked(self, fresh: _Carry, mask: np.ndarray) -> _Carry:
         """``fresh`` for the copies in ``mask``, the current carry for the others (``SyncVectorEnv``'s reset_mask)."""
@@ -188,19 +212,24 @@ class BraxVectorEnv(VectorEnv):
         rows = jnp.asarray(mask)
         state = jax.tree_util.tree_map(lambda new, old: _where_rows(rows, new, old), fresh.state, self._carry.state)
         steps = jnp.where(rows, 0, self._carry.steps)
+        finished = self._carry.finished & ~rows
         return fresh._replace(state=state, steps=steps, vector_steps=self._carry.vector_steps,
-                              first_bad_step=self._carry.first_bad_step)  # fmt: skip
+                              first_bad_step=self._carry.first_bad_step, finished=finished)  # fmt: skip
 
     def step(self, actions: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict]:
-        """Step every copy with actions ``[num_envs, action_dim]`` in ``[-1, 1]``."""
+        """Step every copy with actions ``[num_envs, action_dim]`` in ``[-1, 1]``; finished copies reset as
+        ``autoreset_mode`` says, and ``info`` is laid out as ``SyncVectorEnv`` lays out its copies' infos."""
         jax_actions = jnp.asarray(self._checked_actions(actions))
-        obs, reward, terminated, truncated, final_obs = (np.array(x) for x in self._advance(jax_actions))
+        out = _Outputs(*jax.device_get(tuple(self._advance(jax_actions))))  # one transfer from the device
         self._raise_if_nonfinite()
+        obs, terminated, truncated = np.array(out.obs), np.array(out.terminated), np.array(out.truncated)
         done = terminated | truncated
-        info: dict[str, Any] = {}
-        if done.any():
-            info = {"final_obs": final_obs, "_final_obs": done}
-        return obs, reward.astype(np.float64), terminated, truncated, info
+        info: dict[str, Any] = with_masks(_host(out.metrics), self.num_envs)
+        if self.autoreset_mode == AutoresetMode.SAME_STEP and done.any():
+            final = {key: np.where(expand(done, value), value, 0) for key, value in _host(out.final_metrics).items()}
+            info |= {"final_obs": np.array(out.final_obs), "_final_obs": done,
+                     "final_info": with_masks(final, done), "_final_info": done}  # fmt: skip
+        return obs, np.asarray(out.reward, np.float64), terminated, truncated, info
 
     def render(self) -> tuple[np.ndarray, ...] | None:  # type: ignore[override]
         """One RGB frame ``[240, 320, 3]`` per copy (``render_mode="rgb_array"``), as ``SyncVectorEnv``."""
@@ -231,9 +260,14 @@ class BraxVectorEnv(VectorEnv):
 
     # -- helpers --------------------------------------------------------------------------------
 
-    def _advance(self, actions: jax.Array) -> tuple[jax.Array, ...]:
+    def _advance(self, actions: jax.Array) -> _Outputs:
         if self._carry is None:
             raise RuntimeError(f"{self.name}: call reset() before step().")
+        if self.autoreset_mode == AutoresetMode.DISABLED and bool(self._carry.finished.any()):
+            raise RuntimeError(
+                f"{self.name}: copies {np.flatnonzero(np.asarray(self._carry.finished)).tolist()} finished their "
+                "episodes; with autoreset_mode DISABLED reset them first: reset(options={'reset_mask': mask})."
+            )
         self._carry, outputs = self._step_fn(self._carry, actions)
         return outputs
 
@@ -253,6 +287,11 @@ class BraxVectorEnv(VectorEnv):
                 f"{self.name}: the Brax simulation returned NaN or inf at vector step {bad_step}; "
                 "the physics diverged (try a smaller action scale or another backend)."
             )
+
+
+def _host(metrics: dict[str, Any]) -> dict[str, np.ndarray]:
+    """Per-term metrics as writable float64 NumPy arrays (Gymnasium's MuJoCo envs report Python floats)."""
+    return {key: np.asarray(value, np.float64) for key, value in metrics.items()}
 
 
 def _row(array: jax.Array, index: int) -> jax.Array:

@@ -45,7 +45,7 @@ from roboppo_envs.mujoco.tasks import (
     MujocoTask,
     State,
 )
-from roboppo_envs.vector_api import reset_mask
+from roboppo_envs.vector_api import expand, reset_mask, scattered, with_masks
 
 #: the render modes whose frames a vector env returns, one per copy
 FRAME_MODES = ("rgb_array", "depth_array", "rgbd_tuple")
@@ -512,38 +512,12 @@ class ContactForces:
             self.cfrc_ext[index] = self.scratch.cfrc_ext
 
 
-def expand(mask: np.ndarray, value: np.ndarray) -> np.ndarray:
-    """``mask`` ``[N]`` shaped to broadcast against ``value`` ``[N, ...]``."""
-    return mask.reshape(-1, *([1] * (value.ndim - 1)))
-
-
-def with_masks(terms: Info, present: np.ndarray | int) -> dict[str, Any]:
-    """``terms`` with a ``_term`` mask each (``present``: a mask, or a count of copies that all have it)."""
-    out: dict[str, Any] = {}
-    for key, value in terms.items():
-        out[key] = value
-        out[f"_{key}"] = np.ones(present, dtype=bool) if isinstance(present, int) else present.copy()
-    return out
-
-
 def single_spec(spec: gym.envs.registration.EnvSpec) -> gym.envs.registration.EnvSpec:
     """What ``gym.make`` of the batch's id with its keywords has as ``spec``: each copy's, as in ``SyncVectorEnv``."""
     vector_only = {"num_envs", "num_threads", "autoreset_mode", "vectorization_mode", "max_episode_steps"}
     single = copy.deepcopy(gym.spec(spec.id))
     single.kwargs = {**single.kwargs, **{k: v for k, v in spec.kwargs.items() if k not in vector_only}}
     return single
-
-
-def scattered(terms: Info, copies: np.ndarray, num_envs: int) -> dict[str, Any]:
-    """Terms of ``copies`` alone laid out over all ``num_envs`` copies (zeros, masked out, elsewhere)."""
-    present = np.zeros(num_envs, dtype=bool)
-    present[copies] = True
-    out = {}
-    for key, value in terms.items():
-        full = np.zeros((num_envs, *np.shape(value)[1:]), dtype=np.asarray(value).dtype)
-        full[copies] = value
-        out[key] = full
-    return with_masks(out, present)
 
 
 def _equal(a: Any, b: Any) -> bool:

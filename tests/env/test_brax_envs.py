@@ -23,7 +23,7 @@ LIMIT = 6
 @pytest.fixture(scope="module")
 def pendulums() -> Iterator[BraxVectorEnv]:
     """Four Brax inverted pendulums truncated after LIMIT steps (compiled once for the module)."""
-    envs = BraxVectorEnv("inverted_pendulum", num_envs=4, max_episode_steps=LIMIT, env_id="Pendulums")
+    envs = BraxVectorEnv("inverted_pendulum", 4, max_episode_steps=LIMIT, env_id="Pendulums", autoreset_mode="SameStep")
     yield envs
     envs.close()
 
@@ -48,7 +48,7 @@ def test_brax_ids_are_registered_with_a_vector_entry_point() -> None:
 def test_make_vec_returns_the_brax_vector_env() -> None:
     envs = gym.make_vec("RoboBraxInvertedPendulum-v0", num_envs=3, max_episode_steps=50)
     assert isinstance(envs, BraxVectorEnv)
-    assert envs.metadata["autoreset_mode"] == AutoresetMode.SAME_STEP
+    assert envs.metadata["autoreset_mode"] == AutoresetMode.NEXT_STEP  # Gymnasium's default
     assert envs.max_episode_steps == 50 and envs.num_envs == 3
 
 
@@ -78,7 +78,7 @@ def test_truncation_at_the_limit_keeps_the_terminal_observation(pendulums: BraxV
 
 
 def test_termination_is_not_truncation() -> None:
-    envs = BraxVectorEnv("inverted_pendulum", num_envs=4, max_episode_steps=1000)
+    envs = BraxVectorEnv("inverted_pendulum", num_envs=4, max_episode_steps=1000, autoreset_mode="SameStep")
     envs.reset(seed=2)
     push = np.ones((4, 1), np.float32)
     for _ in range(200):  # pushing the cart one way topples the pole well before the limit
@@ -172,5 +172,51 @@ def test_the_vector_api_as_gymnasium_documents_it() -> None:
     envs.close()
     envs.close()
     assert envs.closed
-    with pytest.raises(ValueError, match="NEXT_STEP and DISABLED are not offered"):
-        gym.make_vec("RoboBraxInvertedPendulum-v0", num_envs=2, autoreset_mode=AutoresetMode.NEXT_STEP)
+
+
+def test_next_step_autoreset_returns_the_last_observation_then_resets() -> None:
+    """NEXT_STEP as SyncVectorEnv: the finishing step returns the episode's last observation; the next step
+    only resets those copies (reward 0, not done, action unused) and their step counters restart."""
+    envs = BraxVectorEnv("inverted_pendulum", num_envs=2, max_episode_steps=LIMIT)
+    envs.reset(seed=3)
+    for _ in range(LIMIT):
+        last, reward, _, truncated, info = envs.step(np.zeros((2, 1), np.float32))
+    assert truncated.all() and "final_obs" not in info and reward.min() > 0
+    assert np.abs(last).max() > 1e-3  # the episode's own last state, not a fresh one
+    first, reward, terminated, truncated, _ = envs.step(np.ones((2, 1), np.float32))
+    np.testing.assert_array_equal(reward, 0.0)
+    assert not (terminated | truncated).any() and np.abs(first).max() < 0.02  # near upright and at rest
+    for step in range(1, LIMIT + 1):
+        _, _, _, truncated, _ = envs.step(np.zeros((2, 1), np.float32))
+        assert truncated.all() == (step == LIMIT)
+
+
+def test_disabled_autoreset_waits_for_a_masked_reset() -> None:
+    envs = BraxVectorEnv("inverted_pendulum", num_envs=2, max_episode_steps=2, autoreset_mode="Disabled")
+    envs.reset(seed=4)
+    for _ in range(2):
+        _, _, _, truncated, _ = envs.step(np.zeros((2, 1), np.float32))
+    assert truncated.all()
+    with pytest.raises(RuntimeError, match=r"copies \[0, 1\] finished.*reset_mask"):
+        envs.step(np.zeros((2, 1), np.float32))
+    envs.reset(options={"reset_mask": np.array([True, True])})
+    _, _, _, truncated, _ = envs.step(np.zeros((2, 1), np.float32))
+    assert not truncated.any()
+
+
+def test_step_infos_carry_the_reward_terms_as_sync_vector_env_lays_them_out() -> None:
+    """Brax's per-term metrics with their masks; the finished copies' terms in final_info; the terms add
+    up to the reward; a copy that reset in the step has its reset's terms (Brax's are zeros)."""
+    envs = gym.make_vec("RoboBraxHopper-v0", num_envs=2, max_episode_steps=3, autoreset_mode="SameStep")
+    terms = ["reward_ctrl", "reward_forward", "reward_healthy", "x_position", "x_velocity"]
+    _, info = envs.reset(seed=0)
+    assert sorted(info) == sorted(terms + [f"_{t}" for t in terms]) and all(info[f"_{t}"].all() for t in terms)
+    for _ in range(3):
+        _, reward, _, truncated, info = envs.step(np.full((2, 3), 0.2, np.float32))
+        step_terms = info["final_info"] if truncated.all() else info
+        total = step_terms["reward_forward"] + step_terms["reward_healthy"] + step_terms["reward_ctrl"]
+        np.testing.assert_allclose(total, reward, rtol=1e-5, atol=1e-5)
+        assert np.all(step_terms["reward_ctrl"] < 0) and np.all(step_terms["x_velocity"] != 0)
+    assert truncated.all() and info["_final_info"].all() and info["final_info"]["_x_position"].all()
+    np.testing.assert_array_equal(info["reward_forward"], 0.0)
+    assert info["reward_forward"].dtype == np.float64 and info["_reward_forward"].all()
