@@ -1,6 +1,7 @@
-"""Learning-rate schedules for RoboInvertedPendulum-v0's zoo entry: time to solve and the final policy.
+"""Settings of RoboInvertedPendulum-v0's zoo entry over many seeds: time to solve and the final policy.
 
-    python bench/pendulum_lr_study.py const1e-3 lin1e-3 lin2e-3 --seeds 10 --out bench/results/pendulum_lr_study.md
+    python bench/pendulum_lr_study.py lin2e-3-clip-lin lin2e-3-8envs --seeds 20 --torch-threads 1 \\
+        --out bench/results/pendulum_robustness_threads1.md
 
 Each setting trains ``PPO("MlpPolicy", "RoboInvertedPendulum-v0", seed=s, **setting)`` for the
 entry's whole budget (every other value from the entry) and evaluates every 1,000 steps

@@ -18,6 +18,7 @@ import pathlib
 import re
 
 import numpy as np
+from _report import commit
 
 from roboppo.common.callbacks import read_evaluations
 from roboppo.common.files import atomic_target, write_atomic
@@ -141,9 +142,12 @@ def main() -> None:
     names = {name.lower(): name for name in ANCHORS}
     tasks = {names.get(key, key): value for key, value in tasks.items() if value[1]}
     figure(tasks, SUITE / "learning_curves.png")
+    made_at = commit()
     text = (
         "# The MuJoCo suite: tuned entries at 1M steps\n\n"
-        "Made by `python bench/suite_report.py` from the tables in the task folders (each made by the command "
+        "Made by `python bench/suite_report.py`"
+        + (f" at commit {made_at}" if made_at else "")
+        + " from the tables in the task folders (each made by the command "
         "listed below it). Final return: the final model's mean over deterministic episodes on a fresh env; "
         "an episode ended early when it terminated before the time limit (a fall). IQM: interquartile mean over "
         "seeds with its 95% stratified-bootstrap interval (rliable). Time / run: wall time of one run, two runs "
