@@ -8,7 +8,9 @@ from stable_baselines3.common.evaluation import evaluate_policy
 from roboppo import PPO
 from roboppo.common.env_util import make_env_from_id
 
-SEED = 136  # 3,737 in bench/results/zoo-hopper-gamma-10seeds/ (same seed, same evaluation env)
+# The first seed of the entry's 10-seed table (130-139), fixed by that rule rather than by its result
+# (bench/results/zoo-hopper-gamma-10seeds/: 3,278 there, the table's range 3,266-3,737).
+SEED = 130
 
 
 @pytest.mark.slow
