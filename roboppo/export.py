@@ -20,6 +20,7 @@ Runtime runs ONNX on most robot computers.
 from __future__ import annotations
 
 import contextlib
+import inspect
 import logging
 import os
 import pathlib
@@ -255,6 +256,11 @@ def _write_onnx(module: DeterministicPolicy, example: th.Tensor, path: pathlib.P
         raise MissingDependencyError(
             "ONNX export needs the onnx and onnxscript packages: pip install 'roboppo[export]'"
         ) from error
+    if "dynamo" not in inspect.signature(th.onnx.export).parameters:
+        raise MissingDependencyError(
+            f"ONNX export needs torch 2.5 or newer (this is {th.__version__}): pip install 'roboppo[export]'; "
+            "TorchScript export works on this torch"
+        )
     batch = th.export.Dim("batch", min=1)
     with _module_stack(module) as stack, _quiet_exporter():
         try:

@@ -100,12 +100,11 @@ def run_roboppo(args: argparse.Namespace, env_id: str, seed: int) -> Row:
     hparams = getattr(args, "hparams", None)
     budget = args.n_timesteps or load_ppo_hparams(env_id, hparams).n_timesteps
     log_folder = args.out / "runs" / file_name(env_id) / f"seed{seed}"
-    mujoco_batch = roboppo_envs.has_vector_env(env_id) and not roboppo_envs.is_brax_id(env_id)
+    torch_threads, env_threads = run_threads(args, env_id)
     train_args = argparse.Namespace(
         resume=None, env=env_id, seed=seed, n_timesteps=budget, n_envs=None, device="auto", p=None, hparams=hparams,
         log_folder=log_folder, eval_freq=args.eval_freq, eval_episodes=args.eval_episodes,
-        save_freq=max(budget // 4, 1), no_progress_bar=True, torch_threads=1 if args.jobs > 1 else None,
-        env_threads=max(1, available_cpus() // args.jobs) if mujoco_batch and args.jobs > 1 else None,
+        save_freq=max(budget // 4, 1), no_progress_bar=True, torch_threads=torch_threads, env_threads=env_threads,
         params=None, env_kwargs=None, tensorboard_log=None,
     )  # fmt: skip
     kept = kept_row(args, env_id, ROBOPPO, seed, budget)
@@ -134,6 +133,17 @@ def run_roboppo(args: argparse.Namespace, env_id: str, seed: int) -> Row:
     row = Row(env_id, ROBOPPO, seed, model.num_timesteps, seconds, final, reached, args.final_episodes, early)
     keep_row(args, row, run_dir / "evaluations.npz")
     return row
+
+
+def run_threads(args: argparse.Namespace, env_id: str) -> tuple[int | None, int | None]:
+    """Torch and MuJoCo threads of one run: its share of the cores beside ``--jobs - 1`` others (a Ray task: the
+    CPUs it declares); None leaves a lone run's defaults."""
+    mujoco_batch = roboppo_envs.has_vector_env(env_id) and not roboppo_envs.is_brax_id(env_id)
+    if getattr(args, "ray_address", None):
+        return 1, int(args.ray_cpus) if mujoco_batch else None
+    if args.jobs == 1:
+        return None, None
+    return 1, max(1, available_cpus() // args.jobs) if mujoco_batch else None
 
 
 def row_path(args: argparse.Namespace, env_id: str, system: str, seed: int) -> pathlib.Path:
@@ -335,12 +345,8 @@ def benchmark(args: argparse.Namespace) -> int:
     for env_id in args.envs:
         check_env_id(env_id)
     check_log_folder(args.out, "--out")
-    rows: list[Row] = []
+    rows = ray_rows(args) if args.ray_address else local_rows(args)
     for env_id in args.envs:
-        mine = seed_rows(args, run_roboppo, env_id, rows)
-        rows += mine
-        if not args.no_sb3 and env_id in RL_ZOO3_PPO:  # the same seeds and env steps as roboppo's runs
-            rows += seed_rows(args, functools.partial(run_sb3, budget=mine[0].steps), env_id, rows)
         runs = [run for seed in sorted((args.out / "runs" / file_name(env_id)).glob("seed*")) for run in run_dirs(seed)]
         if runs:  # absent when every row was kept from an earlier checkout
             plot(argparse.Namespace(runs=runs, out=args.out / f"{file_name(env_id)}.png"))
@@ -353,3 +359,33 @@ def benchmark(args: argparse.Namespace) -> int:
         )
     print(write_report(args, rows))
     return 0
+
+
+def local_rows(args: argparse.Namespace) -> list[Row]:
+    """Each env's seeds in turn, ``--jobs`` at a time on this machine; stock SB3's after roboppo's."""
+    rows: list[Row] = []
+    for env_id in args.envs:
+        mine = seed_rows(args, run_roboppo, env_id, rows)
+        rows += mine
+        if not args.no_sb3 and env_id in RL_ZOO3_PPO:  # the same seeds and env steps as roboppo's runs
+            rows += seed_rows(args, functools.partial(run_sb3, budget=mine[0].steps), env_id, rows)
+    return rows
+
+
+def ray_rows(args: argparse.Namespace) -> list[Row]:
+    """Every (env, seed) run at once as Ray tasks; then stock SB3's, with the env steps roboppo's runs took."""
+    from roboppo.zoo.ray_sweep import sweep
+
+    seeds = range(args.first_seed, args.first_seed + args.seeds)
+    rows: list[Row] = []
+
+    def finished(row: Row) -> None:
+        keep_row(args, row)  # on the driver too, where --out is not shared with the workers
+        rows.append(_announce(row))
+        write_report(args, sorted(rows, key=lambda r: (args.envs.index(r.env_id), r.system != ROBOPPO, r.seed)))
+
+    sweep(args, run_roboppo, [(env_id, seed) for env_id in args.envs for seed in seeds], finished)
+    for env_id in [e for e in args.envs if not args.no_sb3 and e in RL_ZOO3_PPO]:
+        steps = next(r.steps for r in rows if r.env_id == env_id)
+        sweep(args, functools.partial(run_sb3, budget=steps), [(env_id, seed) for seed in seeds], finished)
+    return sorted(rows, key=lambda r: (args.envs.index(r.env_id), r.system != ROBOPPO, r.seed))

@@ -178,6 +178,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--out", type=pathlib.Path, default=None, help="best entry (default: <log-folder>/tune_<env>_best.yml)"
     )
     search.add_argument("--no-progress-bar", action="store_true", help="no progress bar")
+    search.add_argument(
+        "--ray-address", default=None,
+        help="start --ray-workers workers as Ray tasks on this cluster (auto, ray://host:port, host:port, local)",
+    )  # fmt: skip
+    search.add_argument("--ray-workers", type=flag_type("jobs"), default=2, help="tuning workers on Ray (default: 2)")
+    search.add_argument("--ray-cpus", type=flag_type("jobs"), default=1, help="CPUs each Ray worker declares")
+    search.add_argument("--ray-gpus", type=float, default=0.0, help="GPUs each Ray worker declares")
 
     bench = commands.add_parser("benchmark", help="train every zoo entry over seeds beside stock SB3; table and plots")
     bench.add_argument("--envs", nargs="+", default=None, help="env ids (default: the MuJoCo entries)")
@@ -193,6 +200,12 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--no-sb3", action="store_true", help="skip the stock SB3 rows")
     bench.add_argument("--hparams", type=pathlib.Path, default=None, help="a ppo.yml (default: zoo_hparams/)")
     bench.add_argument("--out", type=pathlib.Path, default=pathlib.Path("bench/results/zoo"), help="tables and plots")
+    bench.add_argument(
+        "--ray-address", default=None,
+        help="run every (env, seed) as a Ray task: auto, ray://host:port, host:port, or local (start one)",
+    )  # fmt: skip
+    bench.add_argument("--ray-cpus", type=flag_type("jobs"), default=1, help="CPUs each Ray task declares (and uses)")
+    bench.add_argument("--ray-gpus", type=float, default=0.0, help="GPUs each Ray task declares (fractions allowed)")
 
     curves = commands.add_parser("plot", help="learning curves (mean ± std over runs) as a PNG")
     curves.add_argument("runs", type=pathlib.Path, nargs="+", metavar="RUN_DIR")

@@ -241,12 +241,29 @@ def tune(args: argparse.Namespace) -> int:
     shown = mask_url(url)
     if url.startswith("sqlite:///"):
         pathlib.Path(url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
+    if getattr(args, "ray_address", None):
+        return _tune_on_ray(args, url, shown)
     with _storage_errors(url):
         study = _open_study(args.study_name or f"ppo-{args.env}", url, args.heartbeat)
         study.optimize(
             lambda trial: objective(trial, args, env_kwargs), n_trials=args.n_trials,
             show_progress_bar=not args.no_progress_bar,
         )  # fmt: skip
+        return _write_best(study, args, shown)
+
+
+def _tune_on_ray(args: argparse.Namespace, url: str, shown: str) -> int:
+    """``--ray-workers`` workers of ``--n-trials`` each as Ray tasks on one study; then the best entry, written here."""
+    from roboppo.zoo.ray_sweep import tune_workers
+
+    if url.startswith("sqlite:///"):  # workers may start in another folder: the same file, by its absolute path
+        url = "sqlite:///" + str(pathlib.Path(url.removeprefix("sqlite:///")).resolve())
+    shared = {"ray_address": None, "storage": url, "no_progress_bar": True, "log_folder": args.log_folder.resolve(),
+              "out": args.out.resolve() if args.out else None}  # fmt: skip
+    worker = argparse.Namespace(**{**vars(args), **shared})
+    with _storage_errors(url):
+        study = _open_study(args.study_name or f"ppo-{args.env}", url, args.heartbeat)  # created once, here
+        tune_workers(args, tune, worker)
         return _write_best(study, args, shown)
 
 

@@ -24,6 +24,7 @@ import pytest
 
 from roboppo.common.hparams import load_ppo_hparams
 from roboppo.zoo.tune import STORAGE_ENV
+from tests.cli.conftest import QUIET, task_pids
 
 psycopg2 = pytest.importorskip("psycopg2", reason="the PostgreSQL driver psycopg2 is not installed (dev extra)")
 
@@ -223,3 +224,32 @@ def test_wrong_password_is_one_masked_error_line(server: Server, tmp_path: pathl
         .startswith(f"error: cannot use the study database {url.replace('wr0ng-s3cret', '***')}: ")
     )
     assert "password authentication failed" in done.stderr
+
+
+@pytest.mark.ray
+@pytest.mark.filterwarnings("ignore::optuna.exceptions.ExperimentalWarning")
+def test_ray_workers_share_the_study_and_a_killed_workers_trial_is_retried(
+    server: Server, ray_cluster: str, tmp_path: pathlib.Path
+) -> None:
+    """``tune --ray-address``: two workers as Ray tasks on one PostgreSQL study; one is killed mid-trial, Ray
+    starts it again, and its trial is failed by heartbeat and re-run with the same parameters."""
+    study_name = f"ppo-{ENV}-ray"
+    driver = subprocess.Popen(
+        [*_worker(tmp_path, 2), "--study-name", study_name, "--ray-address", ray_cluster, "--ray-workers", "2"],
+        env={**QUIET, STORAGE_ENV: server.url()}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    _wait_for_running_trial(server, study_name, driver)
+    (victim, *_) = task_pids("tune_worker")
+    os.kill(victim, signal.SIGKILL)
+    output = driver.communicate(timeout=600)[0]
+    assert driver.returncode == 0, output
+
+    trials = optuna.load_study(study_name=study_name, storage=server.url()).trials
+    states = [trial.state for trial in trials]
+    failed = [trial for trial in trials if trial.state == optuna.trial.TrialState.FAIL]
+    assert len(failed) == 1 and optuna.trial.TrialState.RUNNING not in states, states
+    (retry,) = [trial for trial in trials if _retried_from(trial) == failed[0].number]
+    assert retry.state == optuna.trial.TrialState.COMPLETE and retry.params == failed[0].params
+    assert states.count(optuna.trial.TrialState.COMPLETE) >= 4  # each worker's 2 trials, the restarted one's included
+    assert f"study {study_name}" in output and PASSWORD not in output
+    assert load_ppo_hparams(ENV, tmp_path / f"tune_{ENV}_best.yml").n_timesteps == load_ppo_hparams(ENV).n_timesteps

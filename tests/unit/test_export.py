@@ -66,3 +66,17 @@ def test_discrete_actions_export_as_predicts_choices(tmp_path: pathlib.Path) -> 
         actions = th.jit.load(str(path))(th.as_tensor(observations)).numpy()
     expected, _ = discrete.predict(observations, deterministic=True)
     assert np.array_equal(actions, expected) and len(np.unique(expected)) == 2
+
+
+def test_onnx_on_a_torch_without_the_dynamo_exporter_names_the_version(
+    model: PPO, tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("onnxscript")
+
+    def old_export(module: th.nn.Module, args: tuple, f: str | None = None, export_params: bool = True) -> None:
+        raise AssertionError("the old exporter must not run")
+
+    monkeypatch.setattr(th.onnx, "export", old_export)
+    with pytest.raises(ImportError, match=r"ONNX export needs torch 2\.5 or newer .*TorchScript"):
+        export_policy(model.policy, tmp_path / "policy.onnx", "onnx")
+    assert not (tmp_path / "policy.onnx").exists()
