@@ -94,14 +94,21 @@ def tune_workers(
     ray = connect(args.ray_address)
     task = ray.remote(num_cpus=args.ray_cpus, num_gpus=args.ray_gpus, max_retries=RETRIES)(tune_worker)
     pending = [task.remote(tune, worker_args) for _ in range(args.ray_workers)]
+    failures = []
     with tqdm(total=len(pending), desc="tuning workers", unit="worker", disable=None) as bar:
         try:
             while pending:
                 (ready,), pending = ray.wait(pending, num_returns=1)
-                ray.get(ready)
+                try:
+                    ray.get(ready)
+                except ray.exceptions.RayTaskError as error:  # the others go on; the study keeps its trials
+                    failures.append(error)
+                    print(f"a tuning worker stopped with an error: {error.cause!r}", flush=True)
                 bar.update()
         except KeyboardInterrupt:
             for ref in pending:
                 ray.cancel(ref, force=True)
             print(f"\ncancelled {len(pending)} tuning workers", flush=True)
             raise
+    if failures:
+        raise failures[0].cause

@@ -245,11 +245,29 @@ def tune(args: argparse.Namespace) -> int:
         return _tune_on_ray(args, url, shown)
     with _storage_errors(url):
         study = _open_study(args.study_name or f"ppo-{args.env}", url, args.heartbeat)
-        study.optimize(
-            lambda trial: objective(trial, args, env_kwargs), n_trials=args.n_trials,
-            show_progress_bar=not args.no_progress_bar,
-        )  # fmt: skip
+        _optimize(study, args, env_kwargs)
         return _write_best(study, args, shown)
+
+
+def _optimize(study: Any, args: argparse.Namespace, env_kwargs: dict[str, Any] | None) -> None:
+    """``--n-trials`` trials of this worker. A trial that another worker failed as stale meanwhile (its heartbeats
+    came late, on a busy machine) cannot be told its result: it is left to the re-run that worker queued, and this
+    worker goes on with its other trials."""
+    ended = [0]
+    left = args.n_trials
+    while left > 0:
+        try:
+            study.optimize(
+                lambda trial: objective(trial, args, env_kwargs), n_trials=left,
+                show_progress_bar=not args.no_progress_bar, callbacks=[lambda _study, _trial: ended.append(1)],
+            )  # fmt: skip
+            return
+        except ValueError as error:
+            if "Cannot tell a FAIL trial" not in str(error):
+                raise
+            print("a trial of this worker was failed as stale by another worker (late heartbeats); it re-runs there")
+            ended.append(1)
+        left = args.n_trials - (len(ended) - 1)
 
 
 def _tune_on_ray(args: argparse.Namespace, url: str, shown: str) -> int:
