@@ -203,7 +203,10 @@ class BraxVectorEnv(VectorEnv):
             fresh = self._masked(fresh, mask)
         self._carry = fresh
         metrics = _host(fresh.state.metrics)
-        info = with_masks(metrics, self.num_envs) if mask is None else scattered(metrics, mask, self.num_envs)
+        if mask is None:
+            return np.array(self._carry.state.obs), with_masks(metrics, self.num_envs)
+        copies = np.flatnonzero(mask)  # the reset copies' terms alone, the others masked out
+        info = scattered({key: value[copies] for key, value in metrics.items()}, copies, self.num_envs)
         return np.array(self._carry.state.obs), info
 
     def _masked(self, fresh: _Carry, mask: np.ndarray) -> _Carry:

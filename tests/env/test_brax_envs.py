@@ -220,3 +220,6 @@ def test_step_infos_carry_the_reward_terms_as_sync_vector_env_lays_them_out() ->
     assert truncated.all() and info["_final_info"].all() and info["final_info"]["_x_position"].all()
     np.testing.assert_array_equal(info["reward_forward"], 0.0)
     assert info["reward_forward"].dtype == np.float64 and info["_reward_forward"].all()
+    _, info = envs.reset(options={"reset_mask": np.array([True, False])})  # the reset copy's terms alone
+    np.testing.assert_array_equal(info["_reward_forward"], [True, False])
+    assert info["reward_forward"].shape == (2,)
