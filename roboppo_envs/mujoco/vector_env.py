@@ -482,14 +482,21 @@ class MujocoVectorEnv(VectorEnv):
         return actions
 
     def _check_finite(self, obs: np.ndarray, reward: np.ndarray, ignore: np.ndarray | None = None) -> None:
-        finite = np.isfinite(obs).all(axis=1) & np.isfinite(reward)
+        bad_obs, bad_reward = ~np.isfinite(obs).all(axis=1), ~np.isfinite(reward)
         if ignore is not None:
-            finite |= ignore
-        if not finite.all():
-            rows = np.flatnonzero(~finite).tolist()
+            bad_obs, bad_reward = bad_obs & ~ignore, bad_reward & ~ignore
+        if bad_obs.any():
+            rows = np.flatnonzero(bad_obs).tolist()
             raise MujocoNonFiniteError(
                 f"{self.name}: the simulation returned NaN or inf in copies {rows} "
                 f"(episode steps {self._steps[rows].tolist()}); the physics diverged."
+            )
+        if bad_reward.any():
+            rows = np.flatnonzero(bad_reward).tolist()
+            raise MujocoNonFiniteError(
+                f"{self.name}: the reward is NaN or inf in copies {rows} (episode steps "
+                f"{self._steps[rows].tolist()}) while the state is finite; check the reward keywords "
+                "(weights and *_range bounds must be finite where they apply)."
             )
 
 

@@ -194,6 +194,16 @@ def test_bad_actions_name_the_expected_shape() -> None:
         envs.step(bad)
 
 
+def test_an_infinite_reward_names_the_reward_keywords_not_the_physics() -> None:
+    """An infinite cost weight makes the reward inf while the state stays finite: the error says which."""
+    from roboppo_envs.mujoco import MujocoNonFiniteError
+
+    envs = gym.make_vec("roboppo/Hopper-v5", num_envs=2, ctrl_cost_weight=np.inf)
+    envs.reset(seed=0)
+    with pytest.raises(MujocoNonFiniteError, match=r"reward is NaN or inf in copies \[0, 1\] .*reward keywords"):
+        envs.step(np.full((2, 3), 0.5, np.float32))
+
+
 def test_make_vec_uses_the_batched_env_for_every_mujoco_id() -> None:
     for env_id in ROBO_IDS:
         assert roboppo_envs.has_vector_env(env_id)
