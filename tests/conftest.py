@@ -38,12 +38,21 @@ def tiny() -> dict[str, Any]:
 
 @pytest.fixture(scope="session", autouse=True)
 def _jax_compilation_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
-    """Brax envs built alike compile alike: reuse XLA compilations across the session's env instances."""
+    """Brax envs built alike compile alike: reuse XLA compilations across the session's env instances, its
+    pytest-xdist workers and the ``roboppo-zoo`` processes the CLI tests start (``ROBOPPO_JAX_CACHE``), never in
+    the user's own cache. With a size cap JAX reads and writes the folder under a file lock, so processes share it."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):  # the workers' temporary folders share one parent, this run's
+        folder = tmp_path_factory.getbasetemp().parent / "jax-cache"
+        folder.mkdir(exist_ok=True)
+    else:
+        folder = tmp_path_factory.mktemp("jax-cache")
+    os.environ["ROBOPPO_JAX_CACHE"] = str(folder)
     try:
         import jax
     except ImportError:
         return
-    jax.config.update("jax_compilation_cache_dir", str(tmp_path_factory.mktemp("jax-cache")))
+    jax.config.update("jax_compilation_cache_dir", str(folder))
+    jax.config.update("jax_compilation_cache_max_size", 2**31)
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
     jax.config.update("jax_persistent_cache_min_entry_size_bytes", -1)
 
