@@ -11,6 +11,8 @@ import zipfile
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
+# the build writes build/ and roboppo.egg-info/ in the checkout: one pytest-xdist worker builds, once
+pytestmark = pytest.mark.xdist_group("wheel")
 
 
 @pytest.fixture(scope="module")
