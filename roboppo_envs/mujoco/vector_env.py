@@ -485,19 +485,18 @@ class MujocoVectorEnv(VectorEnv):
         bad_obs, bad_reward = ~np.isfinite(obs).all(axis=1), ~np.isfinite(reward)
         if ignore is not None:
             bad_obs, bad_reward = bad_obs & ~ignore, bad_reward & ~ignore
+        if not (bad_obs.any() or bad_reward.any()):
+            return
+        rows = np.flatnonzero(bad_obs if bad_obs.any() else bad_reward).tolist()
+        where = f"copies {rows} (episode steps {self._steps[rows].tolist()})"
         if bad_obs.any():
-            rows = np.flatnonzero(bad_obs).tolist()
             raise MujocoNonFiniteError(
-                f"{self.name}: the simulation returned NaN or inf in copies {rows} "
-                f"(episode steps {self._steps[rows].tolist()}); the physics diverged."
+                f"{self.name}: the simulation returned NaN or inf in {where}; the physics diverged."
             )
-        if bad_reward.any():
-            rows = np.flatnonzero(bad_reward).tolist()
-            raise MujocoNonFiniteError(
-                f"{self.name}: the reward is NaN or inf in copies {rows} (episode steps "
-                f"{self._steps[rows].tolist()}) while the state is finite; check the reward keywords "
-                "(weights and *_range bounds must be finite where they apply)."
-            )
+        raise MujocoNonFiniteError(
+            f"{self.name}: the reward is NaN or inf in {where} while the state is finite; check the reward keywords "
+            "(weights and *_range bounds must be finite where they apply)."
+        )
 
 
 class ContactForces:
