@@ -19,6 +19,7 @@ Tables:
    compilation and torch's first calls fall there), best of ``--repeats`` interleaved runs; each
    family's fastest is marked, and roboppo's rate is divided by it. roboppo's env alone (random
    actions, no policy) bounds what its PPO could reach.
+   Every round's rate follows, with roboppo over each family's fastest taken as medians of the rounds.
 2. ``--whole-run``: ``--whole-run-steps`` (1M) steps as a whole ``python`` process per system, wall
    seconds from its start (imports, model, JAX's compilation with an empty cache) to its end, for
    roboppo and each family's fastest variant of table 1; a **floor** process imports torch and SB3
@@ -283,17 +284,19 @@ def steady_tables(args: argparse.Namespace, systems: list[str]) -> tuple[str, di
     """The steady-state tables of every env; and, per env and batch size, the fastest system of each family."""
     texts, fastest = [], {}
     for env_id in args.envs:
-        best: dict[int, dict[str, float]] = {}
+        rounds: dict[int, dict[str, list[float]]] = {}
         for batch_size in args.batch_sizes:
-            settings, best[batch_size] = hparams(batch_size, args.epochs), {}
+            settings, rounds[batch_size] = hparams(batch_size, args.epochs), {system: [] for system in systems}
             for _ in range(args.repeats):  # interleaved, so that a slow minute hits every system alike
                 for system in systems:
                     rate = in_process(steady_run, system, env_id, args.n_envs, settings, args.rollouts)["sps"]
                     print(f"{env_id} batch {batch_size} {system}: {rate:,.0f} steps/s", flush=True)
-                    best[batch_size][system] = max(rate, best[batch_size].get(system, 0.0))
+                    rounds[batch_size][system].append(rate)
         env_alone = in_process(env_rates, env_id, args.n_envs, 2, ("roboppo",), args.repeats)["roboppo"]
+        best = {size: {system: max(rates) for system, rates in by_system.items()} for size, by_system in rounds.items()}
         fastest[env_id] = {size: _fastest(rates) for size, rates in best.items()}
         texts.append(_steady_text(args, env_id, systems, best, fastest[env_id], env_alone))
+        texts.append(_rounds_text(rounds, fastest[env_id]))
     return "\n\n".join(texts), fastest
 
 
@@ -349,6 +352,31 @@ def _steady_text(
             for f in FAMILIES
         ]
         lines.append(f"| {size} | {ours:,.0f} | {ours / env_alone:.2f} | " + " | ".join(ratios) + " |")
+    return "\n".join(lines)
+
+
+def _rounds_text(rounds: dict[int, dict[str, list[float]]], fastest: dict[int, dict[str, str]]) -> str:
+    """Every round's rate, in the order run, and roboppo over each family's fastest taken as medians."""
+    sizes = list(rounds)
+    lines = [
+        "Every round, in the order run (steps per second):",
+        "",
+        "| system | " + " | ".join(f"batch {size}" for size in sizes) + " |",
+        "|---|" + "---|" * len(sizes),
+    ]
+    for system in rounds[sizes[0]]:
+        lines.append(
+            f"| {system} | "
+            + " | ".join(" / ".join(f"{r:,.0f}" for r in rounds[size][system]) for size in sizes)
+            + " |"
+        )
+    medians = {size: {system: float(np.median(rates)) for system, rates in rounds[size].items()} for size in sizes}
+    ratios = [
+        f"{medians[size]['roboppo'] / medians[size][peer]:.2f} over {peer} at batch {size}"
+        for size in sizes
+        for peer in (fastest[size][family] for family in FAMILIES if family in fastest[size])
+    ]
+    lines += ["", "roboppo over each family's fastest, both as medians of their rounds: " + "; ".join(ratios) + "."]
     return "\n".join(lines)
 
 
