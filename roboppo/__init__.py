@@ -8,15 +8,29 @@ and Stable-Baselines3, when first used, so ``import roboppo`` and ``roboppo-zoo 
 from __future__ import annotations
 
 import importlib
-import warnings
+import importlib.util
+import sys
 from typing import TYPE_CHECKING, Any
 
 import roboppo_envs  # noqa: F401  (registers the Robo* environments)
 
-# Stable-Baselines3 imports the legacy `gym` package whenever it is installed (only to convert old
-# envs), and gym then warns at length that it is unmaintained. roboppo speaks Gymnasium; that one
-# notice is not shown.
-warnings.filterwarnings("ignore", message="Gym has been unmaintained since 2022", category=UserWarning)
+
+def _quiet_legacy_gym() -> None:
+    """Stable-Baselines3 imports the legacy `gym` package whenever it is installed (only to convert old
+    envs), and gym's import prints the notice `gym_notices` holds for its version, that gym is
+    unmaintained, to stderr. roboppo speaks Gymnasium: that notice is dropped before gym is imported."""
+    if "gym" in sys.modules or importlib.util.find_spec("gym_notices") is None:
+        return
+    try:
+        notices = importlib.import_module("gym_notices.notices")
+    except ImportError:
+        return
+    for version, text in list(notices.notices.items()):
+        if "Gym has been unmaintained" in text:
+            del notices.notices[version]
+
+
+_quiet_legacy_gym()
 
 __version__ = "0.1.0"
 

@@ -59,16 +59,27 @@ def test_importing_the_brax_envs_prints_nothing() -> None:
 
 
 def test_no_third_party_notice_at_start_with_the_legacy_gym_installed(tmp_path: pathlib.Path) -> None:
-    """The legacy `gym` (which the bench extra brings) warns when Stable-Baselines3 imports it; roboppo stays quiet."""
-    fake = tmp_path / "gym"
-    fake.mkdir()
-    (fake / "__init__.py").write_text(
-        "import warnings\n"
-        "warnings.warn('Gym has been unmaintained since 2022 and does not support NumPy 2.0 amongst other "
-        "critical functionality.', UserWarning, stacklevel=2)\n"
+    """The legacy `gym` (which the bench extra brings) prints its `gym_notices` notice when Stable-Baselines3
+    imports it, as gym 0.26 does; roboppo stays quiet."""
+    for package in ("gym", "gym_notices"):
+        (tmp_path / package).mkdir()
+    (tmp_path / "gym_notices" / "__init__.py").write_text("")
+    (tmp_path / "gym_notices" / "notices.py").write_text(
+        "notices = {'0.26.2': 'Gym has been unmaintained since 2022 and does not support NumPy 2.0.',\n"
+        "           '0.1.0': 'another notice, kept'}\n"
+    )
+    (tmp_path / "gym" / "__init__.py").write_text(
+        "import sys\n"
+        "import gym_notices.notices as notices\n"
+        "notice = notices.notices.get('0.26.2')\n"
+        "if notice:\n"
+        "    print(notice, file=sys.stderr)\n"
     )
     env = {**os.environ, "PYTHONPATH": str(tmp_path)}
-    code = "import roboppo, stable_baselines3.common.vec_env.patch_gym as p; assert p.gym_installed; roboppo.PPO"
+    code = (
+        "import roboppo, stable_baselines3.common.vec_env.patch_gym as p, gym_notices.notices as n\n"
+        "assert p.gym_installed and roboppo.PPO and list(n.notices) == ['0.1.0'], n.notices\n"
+    )
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert "unmaintained" not in done.stderr
