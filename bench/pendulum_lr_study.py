@@ -36,6 +36,19 @@ SETTINGS: dict[str, dict] = {
     "lin2e-3-ent1e-2": {"learning_rate": LinearSchedule(2e-3), "ent_coef": 0.01},
     "lin2e-3-clip-lin": {"learning_rate": LinearSchedule(2e-3), "clip_range": LinearSchedule(0.2)},
     "lin2e-3-8envs": {"learning_rate": LinearSchedule(2e-3), "n_envs": 8, "n_steps": 32},
+    "lin2e-3-8envs-raw-obs": {
+        "learning_rate": LinearSchedule(2e-3),
+        "n_envs": 8,
+        "n_steps": 32,
+        "policy_kwargs": {"normalize_obs": False},
+    },
+    "lin2e-3-8envs-raw-adv": {
+        "learning_rate": LinearSchedule(2e-3),
+        "n_envs": 8,
+        "n_steps": 32,
+        "normalize_advantage": False,
+    },
+    "lin2e-3-8envs-ent1e-2": {"learning_rate": LinearSchedule(2e-3), "n_envs": 8, "n_steps": 32, "ent_coef": 0.01},
     "lin2e-3-std-0.5": {"learning_rate": LinearSchedule(2e-3), "policy_kwargs": {"log_std_init": -0.5}},
 }
 

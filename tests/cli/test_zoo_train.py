@@ -60,7 +60,7 @@ def test_train_uses_the_settings_of_the_python_line(run_dir: pathlib.Path) -> No
     assert [getattr(cli, key) for key in keys] == [getattr(line, key) for key in keys]
     assert cli.lr_schedule(0.5) == line.lr_schedule(0.5) and cli.clip_range(0.5) == line.clip_range(0.5)
     assert cli.hyperparams_source == line.hyperparams_source + "; overridden: n_steps, policy_kwargs"
-    assert cli.hyperparams["n_steps"] == 64 and line.hyperparams["n_steps"] == 64  # the override; the entry's
+    assert cli.hyperparams["n_steps"] == 64 and line.hyperparams["n_steps"] == 32  # the override; the entry's
     assert cli.hyperparams["policy_kwargs"] == {"net_arch": [16]}
 
 
