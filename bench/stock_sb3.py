@@ -26,7 +26,7 @@ def run_seed(env_id: str, seed: int, n_timesteps: int) -> tuple[int, float, floa
 
     torch.set_num_threads(1)
     model, env, seconds = train_stock_sb3(env_id, seed, n_timesteps)
-    final = evaluate_stock_sb3(model, env, env_id, seed=20_000 + seed)
+    final, _ = evaluate_stock_sb3(model, env, env_id, seed=20_000 + seed)
     print(f"{env_id} sb3 + rl-zoo3 seed {seed}: {final:,.1f} in {seconds:,.0f} s", flush=True)
     return seed, final, seconds
 

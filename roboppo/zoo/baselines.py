@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 import torch as th
 from stable_baselines3 import PPO as SB3PPO
@@ -79,11 +80,17 @@ def train_stock_sb3(
     return model, env, time.perf_counter() - start
 
 
-def evaluate_stock_sb3(model: SB3PPO, train_env: VecNormalize, env_id: str, seed: int, episodes: int = 10) -> float:
-    """Deterministic mean return on a fresh twin env sharing the training observation statistics."""
-    eval_env = VecNormalize(
-        make_vec_env(GYMNASIUM_TWIN[env_id], n_envs=1, seed=seed), training=False, norm_reward=False
-    )
+def evaluate_stock_sb3(
+    model: SB3PPO, train_env: VecNormalize, env_id: str, seed: int, episodes: int = 10
+) -> tuple[float, int]:
+    """Deterministic mean return on a fresh twin env sharing the training observation statistics, and how many
+    of the ``episodes`` terminated before the time limit (a fall)."""
+    twin = GYMNASIUM_TWIN[env_id]
+    eval_env = VecNormalize(make_vec_env(twin, n_envs=1, seed=seed), training=False, norm_reward=False)
     eval_env.obs_rms = train_env.obs_rms
-    mean, _ = evaluate_policy(model, eval_env, n_eval_episodes=episodes, deterministic=True)
-    return float(np.mean(mean))
+    returns, lengths = evaluate_policy(
+        model, eval_env, n_eval_episodes=episodes, deterministic=True, return_episode_rewards=True
+    )
+    limit = gym.spec(twin).max_episode_steps
+    early = 0 if limit is None else int(np.sum(np.asarray(lengths) < limit))
+    return float(np.mean(returns)), early

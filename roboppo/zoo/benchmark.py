@@ -219,8 +219,8 @@ def run_sb3(args: argparse.Namespace, env_id: str, seed: int, budget: int) -> Ro
     if args.jobs > 1:
         th.set_num_threads(1)  # one core per run, as roboppo's runs beside it
     model, env, seconds = train_stock_sb3(env_id, seed, budget)
-    final = evaluate_stock_sb3(model, env, env_id, 20_000 + seed, episodes=args.final_episodes)
-    row = Row(env_id, STOCK, seed, model.num_timesteps, seconds, final, episodes=args.final_episodes)
+    final, early = evaluate_stock_sb3(model, env, env_id, 20_000 + seed, episodes=args.final_episodes)
+    row = Row(env_id, STOCK, seed, model.num_timesteps, seconds, final, episodes=args.final_episodes, early_ends=early)
     keep_row(args, row)
     return row
 

@@ -199,6 +199,8 @@ def test_benchmark_writes_tables_with_intervals_and_plots(tmp_path: pathlib.Path
     seeds = [line for line in per_seed if line.startswith(f"| {ENV} | roboppo | ")]
     assert [line.split("|")[3].strip() for line in seeds] == ["7", "8"]
     assert all("not reached" in line for line in seeds)  # 512 steps do not balance the pole for 950 steps
+    stock = [line.split("|") for line in per_seed if line.startswith(f"| {ENV} | sb3 + rl-zoo3 | ")]
+    assert [cells[5].strip().endswith(" of 50") for cells in stock] == [True, True]  # stock runs count falls too
     for name in (f"{ENV}.png", f"{ENV}_profile.png"):
         assert (tmp_path / name).read_bytes()[:4] == b"\x89PNG"
     assert sorted(p.name for p in (tmp_path / "runs" / ENV).iterdir()) == ["seed7", "seed8"]
