@@ -280,7 +280,7 @@ def _child(sender: Any, function: Callable[..., Any], args: tuple) -> None:
         raise
 
 
-def steady_tables(args: argparse.Namespace, systems: list[str]) -> tuple[str, dict[str, dict[int, str]]]:
+def steady_tables(args: argparse.Namespace, systems: list[str]) -> tuple[str, dict[str, dict[int, dict[str, str]]]]:
     """The steady-state tables of every env; and, per env and batch size, the fastest system of each family."""
     texts, fastest = [], {}
     for env_id in args.envs:
