@@ -64,7 +64,8 @@ class MujocoTask:
     #: the fields ``step`` reads from ``before`` (the state before the step); only these are copied
     before_fields: ClassVar[tuple[str, ...]] = ()
     #: info keys (and ``"reward"``) that the Gymnasium env returns as Python scalars, not NumPy ones, and their types
-    python_scalars: ClassVar[dict[str, type]] = {}
+    #: (a task whose term's type follows a keyword's sets its own in ``__init__``)
+    python_scalars: dict[str, type] = {}
 
     def __init__(self, env: Any) -> None:
         self.init_qpos: np.ndarray = env.init_qpos
@@ -129,11 +130,12 @@ class InvertedDoublePendulumTask(GaussianVelocityMixin, MujocoTask):
     """``InvertedDoublePendulum-v5``: alive bonus minus tip-distance and joint-velocity penalties."""
 
     fields = ("qpos", "qvel", "site_xpos", "qfrc_constraint")
-    python_scalars = {"reward_survive": float}
 
     def __init__(self, env: Any) -> None:
         super().__init__(env)
         self.healthy_reward: float = env._healthy_reward
+        # Gymnasium's ``healthy_reward * int(not terminated)``: a Python int or float, or the keyword's NumPy type
+        self.python_scalars = {"reward_survive": type(self.healthy_reward * 1)}
 
     def observe(self, state: State) -> np.ndarray:
         qpos = state["qpos"]
@@ -264,11 +266,11 @@ class HoppingTask(PlanarTask):
 class HopperTask(HoppingTask):
     """``Hopper-v5``: also every entry of ``state_vector()[2:]`` (the angle included) within ``healthy_state_range``."""
 
-    python_scalars = {"reward_survive": float}
-
     def __init__(self, env: Any) -> None:
         super().__init__(env)
         self.state_range: tuple[float, float] = env._healthy_state_range
+        # Gymnasium's ``is_healthy * healthy_reward`` (a Python bool times the keyword): the keyword's type
+        self.python_scalars = {"reward_survive": type(True * self.healthy_reward)}
 
     def is_healthy(self, state: State) -> np.ndarray:
         rest = np.concatenate([state["qpos"][:, 2:], state["qvel"]], axis=1)

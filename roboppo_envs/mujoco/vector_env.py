@@ -177,7 +177,7 @@ class MujocoVectorEnv(VectorEnv):
         self._scratch = mujoco.MjData(self.model) if set(self.task.before_fields) <= set(STATE_FIELDS) else None
         self._few_resets = max(2, FEW_RESETS_DOFS // self.model.nv)
         self._stale = np.zeros(num_envs, dtype=bool)  # reset without mj_forward: positions of the old episode
-        self._obs: np.ndarray | None = None  # the observations last returned
+        self._obs: np.ndarray | None = None  # the observations last returned (a copy: a masked reset keeps the others)
         self._cameras: dict[int, mujoco.MjvCamera] = {}  # each copy's render camera, once it rendered
         self._reset_row = self._batch.state[0].copy()
         self._rngs = [np_random()[0] for _ in range(num_envs)]
@@ -218,14 +218,16 @@ class MujocoVectorEnv(VectorEnv):
             for rng, s, reset in zip(self._rngs, seeds, mask, strict=True)
         ]
         first, reset_info = self._reset_copies(copies)
-        obs = np.empty((self.num_envs, *first.shape[1:]), self._obs_dtype) if self._obs is None else self._obs.copy()
+        obs = np.empty((self.num_envs, *first.shape[1:]), self._obs_dtype)
+        if self._obs is not None:  # the copies not reset keep their last observation
+            obs[...] = self._obs
         obs[copies] = first  # cast to the observation dtype, as astype does
         self._steps[copies] = 0
         self._autoreset[copies] = False
         self._needs_reset = False
-        self._obs = obs
+        self._obs = obs.copy()
         info = with_masks(reset_info, self.num_envs) if mask.all() else scattered(reset_info, copies, self.num_envs)
-        return self._obs, info
+        return obs, info
 
     def step(self, actions: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         """Step every copy with actions ``[num_envs, action_dim]``; finished copies reset as ``autoreset_mode`` says.
@@ -268,7 +270,7 @@ class MujocoVectorEnv(VectorEnv):
             obs = obs64.astype(self._obs_dtype)
             info |= extra
             self._autoreset = np.zeros_like(done)
-        self._obs = obs
+        self._obs = obs64  # not the array returned, which the caller may change
         return obs, reward, terminated, truncated, info
 
     def _reset_into(self, obs64: np.ndarray, info: dict[str, Any], copies: np.ndarray) -> tuple[np.ndarray, dict]:

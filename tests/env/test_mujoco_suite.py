@@ -119,6 +119,39 @@ def test_batched_env_returns_gymnasiums_types() -> None:
 
 
 @pytest.mark.parametrize(
+    ("name", "healthy_reward"),
+    [("Hopper", 2), ("Hopper", np.float32(1.5)), ("InvertedDoublePendulum", 1), ("InvertedDoublePendulum", 9.5)],
+)
+def test_single_env_survive_term_has_the_type_of_the_keyword(name: str, healthy_reward: Any) -> None:
+    """Gymnasium multiplies ``healthy_reward`` by a Python bool or int: an int keyword gives an int term."""
+    ours, theirs = (
+        gym.make(f"roboppo/{name}-v5", healthy_reward=healthy_reward),
+        gym.make(f"{name}-v5", healthy_reward=healthy_reward),
+    )
+    check_environments_match(theirs, ours, num_steps=20, seed=3)
+    ours.reset(seed=3)
+    _, _, _, _, info = ours.step(ours.action_space.sample() * 0)
+    assert type(info["reward_survive"]) is type(True * healthy_reward)
+
+
+def test_a_masked_reset_keeps_the_other_copies_observations_even_if_the_caller_changed_them() -> None:
+    ours = gym.make_vec("roboppo/Hopper-v5", num_envs=3)
+    theirs = gym.make_vec("Hopper-v5", num_envs=3, vectorization_mode="sync")
+    for envs in (ours, theirs):
+        envs.reset(seed=3)
+    zeros = np.zeros((3, 3))
+    expected, _, _, _, _ = theirs.step(zeros)
+    returned, _, _, _, _ = ours.step(zeros)
+    np.testing.assert_array_equal(returned, expected)
+    returned += 100.0  # the caller's array, not the env's
+    mask = np.array([True, False, False])
+    after_theirs, _ = theirs.reset(options={"reset_mask": mask})
+    after_ours, _ = ours.reset(options={"reset_mask": mask})
+    np.testing.assert_array_equal(after_ours[1:], expected[1:])
+    np.testing.assert_array_equal(after_ours, after_theirs)
+
+
+@pytest.mark.parametrize(
     ("name", "variant"), [("Ant", 1), ("Hopper", 1), ("Humanoid", 1), ("Walker2d", 1), ("Reacher", 0)]
 )
 def test_next_step_autoreset_equals_gymnasiums_default(name: str, variant: int) -> None:
