@@ -10,7 +10,6 @@ from __future__ import annotations
 import time
 from typing import Any
 
-import gymnasium as gym
 import numpy as np
 import torch as th
 from stable_baselines3 import PPO as SB3PPO
@@ -20,6 +19,7 @@ from stable_baselines3.common.utils import LinearSchedule
 from stable_baselines3.common.vec_env import VecNormalize
 
 import roboppo_envs
+from roboppo.zoo.stats import early_ends
 
 GYMNASIUM_TWIN = {
     "RoboInvertedPendulum-v0": "InvertedPendulum-v5",
@@ -91,6 +91,4 @@ def evaluate_stock_sb3(
     returns, lengths = evaluate_policy(
         model, eval_env, n_eval_episodes=episodes, deterministic=True, return_episode_rewards=True
     )
-    limit = gym.spec(twin).max_episode_steps
-    early = 0 if limit is None else int(np.sum(np.asarray(lengths) < limit))
-    return float(np.mean(returns)), early
+    return float(np.mean(returns)), early_ends(lengths, twin)

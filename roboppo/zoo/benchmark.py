@@ -46,7 +46,7 @@ from roboppo.common.training_state import state_path
 from roboppo.ppo import PPO
 from roboppo.zoo.baselines import RL_ZOO3_PPO, evaluate_stock_sb3, train_stock_sb3
 from roboppo.zoo.runs import check_log_folder, file_name, resume_point, saved_steps
-from roboppo.zoo.stats import iqm_intervals, performance_profile, time_to_target, timings
+from roboppo.zoo.stats import early_ends, iqm_intervals, performance_profile, time_to_target, timings
 from roboppo_envs.mujoco.vector_env import available_cpus
 
 DEFAULT_ENVS = ["RoboInvertedPendulum-v0", "RoboInvertedDoublePendulum-v0", "RoboHopper-v0"]
@@ -78,9 +78,7 @@ def final_evaluation(model: PPO, env_id: str, seed: int, episodes: int) -> tuple
     returns, lengths = evaluate_policy(
         model, eval_env, n_eval_episodes=episodes, deterministic=True, return_episode_rewards=True
     )
-    limit = gym.spec(env_id).max_episode_steps
-    early = 0 if limit is None else int(np.sum(np.asarray(lengths) < limit))
-    return float(np.mean(returns)), early
+    return float(np.mean(returns)), early_ends(lengths, env_id)
 
 
 def target_of(env_id: str) -> float | None:

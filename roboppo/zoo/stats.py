@@ -12,11 +12,19 @@ import csv
 import dataclasses
 import pathlib
 
+import gymnasium as gym
 import numpy as np
+import numpy.typing as npt
 
 from roboppo.common.callbacks import read_evaluations
 
 BOOTSTRAP_REPS = 2000
+
+
+def early_ends(lengths: npt.ArrayLike, env_id: str) -> int:
+    """How many episodes of these ``lengths`` ended before ``env_id``'s time limit (a fall); 0 without a limit."""
+    limit = gym.spec(env_id).max_episode_steps
+    return 0 if limit is None else int(np.sum(np.asarray(lengths) < limit))
 
 
 @dataclasses.dataclass(frozen=True)

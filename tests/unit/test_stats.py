@@ -6,7 +6,8 @@ import pathlib
 
 import numpy as np
 
-from roboppo.zoo.stats import iqm_intervals, performance_profile, time_to_target
+import roboppo_envs  # noqa: F401  registers the suite ids
+from roboppo.zoo.stats import early_ends, iqm_intervals, performance_profile, time_to_target
 
 
 def test_iqm_is_the_mean_of_the_middle_half_with_an_interval_around_it() -> None:
@@ -35,3 +36,8 @@ def test_performance_profile_is_a_png(tmp_path: pathlib.Path) -> None:
     out = tmp_path / "profile.png"
     performance_profile({"roboppo": np.array([900.0, 1000.0, 950.0]), "sb3": np.array([300.0, 700.0])}, "env", out)
     assert out.read_bytes()[:4] == b"\x89PNG" and [p.name for p in tmp_path.iterdir()] == ["profile.png"]
+
+
+def test_early_ends_counts_episodes_shorter_than_the_time_limit() -> None:
+    assert early_ends([1000, 12, 999, 1000], "roboppo/Hopper-v5") == 2  # Hopper-v5 truncates at 1,000 steps
+    assert early_ends(np.array([50, 49]), "roboppo/Reacher-v5") == 1  # Reacher-v5 at 50
