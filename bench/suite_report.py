@@ -1,10 +1,11 @@
 """The MuJoCo suite's results page: every tuned ``roboppo/<Name>-v5`` entry beside the public anchors.
 
-Reads the tables ``roboppo-zoo benchmark`` wrote into ``bench/results/suite/<task>/`` (one folder per
-task, each made by the command at its top) and writes ``bench/results/suite/README.md``: per task the
-seeds, the IQM of the final returns with its 95% interval (rliable), mean ± std, worst seed, episodes
-that ended in a fall, wall time per run, and the anchors; then every seed. The figure
-``learning_curves.png`` draws, per task, the IQM over seeds of the periodic evaluations with its
+Reads the tables ``roboppo-zoo benchmark`` wrote into ``bench/results/suite/<task>/`` (the entries at
+1M steps) and ``bench/results/suite-10m/<task>/`` (the 10M-step tier), one folder per task, each made
+by the command at its top, and writes ``bench/results/suite/README.md``: per task the seeds, the IQM
+of the final returns with its 95% interval (rliable), mean ± std, worst seed, episodes that ended in
+a fall, wall time per run, and the anchors; then every seed. The figures ``learning_curves.png`` and
+``learning_curves_10m.png`` draw, per task, the IQM over seeds of the periodic evaluations with its
 interval as a band, and the anchors as lines.
 
     python bench/suite_report.py
@@ -24,7 +25,9 @@ from roboppo.common.callbacks import read_evaluations
 from roboppo.common.files import atomic_target, write_atomic
 from roboppo.zoo.stats import iqm_intervals
 
-SUITE = pathlib.Path(__file__).parent / "results" / "suite"
+RESULTS = pathlib.Path(__file__).parent / "results"
+SUITE = RESULTS / "suite"
+SUITE_10M = RESULTS / "suite-10m"
 
 # published results at 1M steps (rl-baselines3-zoo's benchmark table; CleanRL's ppo_continuous_action)
 ANCHORS: dict[str, dict[str, float]] = {
@@ -34,6 +37,13 @@ ANCHORS: dict[str, dict[str, float]] = {
     "Swimmer": {"rl-zoo3 PPO": 282, "rl-zoo3 TRPO": 366},
     "Humanoid": {"CleanRL PPO": 716},
     "Hopper": {"rl-zoo3 PPO": 2410},
+}
+# published results at 10M steps (Sample Factory's APPO on MuJoCo)
+ANCHORS_10M: dict[str, dict[str, float]] = {
+    "HalfCheetah": {"Sample Factory APPO": 6263},
+    "Ant": {"Sample Factory APPO": 5876},
+    "Humanoid": {"Sample Factory APPO": 5439},
+    "Walker2d": {"Sample Factory APPO": 5488},
 }
 
 
@@ -80,7 +90,18 @@ def curves(folder: pathlib.Path) -> tuple[np.ndarray, np.ndarray] | None:
     return steps, returns
 
 
-def summary(tasks: dict[str, tuple[str, list[Seed]]]) -> str:
+Tasks = dict[str, tuple[str, list[Seed]]]
+
+
+def read_tier(folder: pathlib.Path) -> Tasks:
+    """Every task folder's command and seeds under ``folder``, named as the anchors name them."""
+    names = {name.lower(): name for name in ANCHORS}
+    tables = sorted(folder.glob("*/benchmark.md"))
+    tasks = {names.get(table.parent.name, table.parent.name): read_seeds(table) for table in tables}
+    return {task: value for task, value in tasks.items() if value[1]}
+
+
+def summary(tasks: Tasks, anchors: dict[str, dict[str, float]]) -> str:
     lines = [
         "| task | seeds | IQM [95% CI] | mean ± std | worst seed | episodes ended early | time / run | anchors |",
         "|---|---:|---:|---:|---:|---:|---:|---|",
@@ -91,15 +112,15 @@ def summary(tasks: dict[str, tuple[str, list[Seed]]]) -> str:
         counted = [tuple(int(n) for n in s.early.split(" of ")) for s in seeds if s.early]
         fell = [early for early, _ in counted if early]
         falls = f"{sum(fell)} of {sum(n for _, n in counted)} ({len(fell)} seeds)" if fell else ""
-        anchors = ", ".join(f"{name} {value:,.0f}" for name, value in ANCHORS.get(task, {}).items())
+        named = ", ".join(f"{name} {value:,.0f}" for name, value in anchors.get(task, {}).items())
         lines.append(
             f"| {task} | {len(seeds)} | {interval} | {finals.mean():,.0f} ± {finals.std():,.0f} | {finals.min():,.0f} "
-            f"| {falls or 'none'} | {np.mean([s.seconds for s in seeds]):,.0f} s | {anchors} |"
+            f"| {falls or 'none'} | {np.mean([s.seconds for s in seeds]):,.0f} s | {named} |"
         )
     return "\n".join(lines)
 
 
-def seed_lines(tasks: dict[str, tuple[str, list[Seed]]]) -> str:
+def seed_lines(tasks: Tasks) -> str:
     lines = []
     for task, (command, seeds) in tasks.items():
         finals = ", ".join(f"{s.seed}: {s.final:,.0f}" for s in seeds)
@@ -107,21 +128,23 @@ def seed_lines(tasks: dict[str, tuple[str, list[Seed]]]) -> str:
     return "\n".join(lines)
 
 
-def figure(tasks: dict[str, tuple[str, list[Seed]]], out: pathlib.Path) -> None:
+def figure(tasks: Tasks, folder: pathlib.Path, anchors: dict[str, dict[str, float]], budget: str) -> None:
+    """``folder/learning_curves.png``, or ``SUITE/learning_curves_10m.png`` for the 10M tier."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    drawn = {task: curves(SUITE / task.lower()) for task in tasks}
+    out = SUITE / ("learning_curves.png" if folder == SUITE else "learning_curves_10m.png")
+    drawn = {task: curves(folder / task.lower()) for task in tasks}
     drawn = {task: data for task, data in drawn.items() if data is not None}
     fig, axes = plt.subplots(1, max(len(drawn), 1), figsize=(5 * max(len(drawn), 1), 3.8), squeeze=False)
     for axis, (task, (steps, returns)) in zip(axes[0], drawn.items(), strict=False):
         iqm = [iqm_intervals({"x": returns[:, i]})["x"] for i in range(returns.shape[1])]
         axis.plot(steps, [i.value for i in iqm], label=f"roboppo, IQM of {len(returns)} seeds")
         axis.fill_between(steps, [i.low for i in iqm], [i.high for i in iqm], alpha=0.25, label="95% CI")
-        for (name, value), style in zip(ANCHORS.get(task, {}).items(), ("--", ":"), strict=False):
-            axis.axhline(value, linestyle=style, color="gray", label=f"{name} at 1M")
+        for (name, value), style in zip(anchors.get(task, {}).items(), ("--", ":"), strict=False):
+            axis.axhline(value, linestyle=style, color="gray", label=f"{name} at {budget}")
         axis.set(title=f"roboppo/{task}-v5", xlabel="env steps", ylabel="evaluation return")
         axis.grid(alpha=0.3)
         axis.legend(fontsize=8)
@@ -131,17 +154,27 @@ def figure(tasks: dict[str, tuple[str, list[Seed]]], out: pathlib.Path) -> None:
     plt.close(fig)
 
 
+def tier_10m(tasks: Tasks) -> str:
+    if not tasks:
+        return ""
+    figure(tasks, SUITE_10M, ANCHORS_10M, "10M")
+    return (
+        "\n## 10M steps\n\nThe same tasks trained for 10M steps with settings sized to run in under 30 minutes "
+        "on 2 cores (one `.yml` per task in [suite-10m/](../suite-10m/)), against Sample Factory's APPO at 10M. "
+        "Time / run: one run at a time on 2 cores, periodic evaluations included. Of HalfCheetah's 21 minutes, "
+        "stepping the envs takes about 2 and the policy (sampling and update) the rest; Ant and Humanoid, whose "
+        "stepping alone takes about 17 and 20 minutes for 10M steps "
+        "([suite_env_speed.md](../suite_env_speed.md)), cannot fit 30 minutes on 2 cores with this policy.\n\n"
+        f"{summary(tasks, ANCHORS_10M)}\n\n![learning curves at 10M](learning_curves_10m.png)\n\n"
+        f"Every seed:\n\n{seed_lines(tasks)}\n"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.parse_args()
-    tasks = {
-        folder.name: read_seeds(folder / "benchmark.md")
-        for folder in sorted(SUITE.iterdir())
-        if (folder / "benchmark.md").is_file()
-    }
-    names = {name.lower(): name for name in ANCHORS}
-    tasks = {names.get(key, key): value for key, value in tasks.items() if value[1]}
-    figure(tasks, SUITE / "learning_curves.png")
+    tasks = read_tier(SUITE)
+    figure(tasks, SUITE, ANCHORS, "1M")
     made_at = commit()
     text = (
         "# The MuJoCo suite: tuned entries at 1M steps\n\n"
@@ -152,7 +185,8 @@ def main() -> None:
         "an episode ended early when it terminated before the time limit (a fall). IQM: interquartile mean over "
         "seeds with its 95% stratified-bootstrap interval (rliable). Time / run: wall time of one run, two runs "
         "at a time on 2 cores, periodic evaluations included.\n\n"
-        f"{summary(tasks)}\n\n![learning curves](learning_curves.png)\n\nEvery seed:\n\n{seed_lines(tasks)}\n"
+        f"{summary(tasks, ANCHORS)}\n\n![learning curves](learning_curves.png)\n\nEvery seed:\n\n{seed_lines(tasks)}\n"
+        + tier_10m(read_tier(SUITE_10M))
     )
     write_atomic(SUITE / "README.md", text)
     print(text)
