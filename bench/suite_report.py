@@ -128,14 +128,15 @@ def seed_lines(tasks: Tasks) -> str:
     return "\n".join(lines)
 
 
-def figure(tasks: Tasks, folder: pathlib.Path, anchors: dict[str, dict[str, float]], budget: str) -> None:
-    """``folder/learning_curves.png``, or ``SUITE/learning_curves_10m.png`` for the 10M tier."""
+def figure(
+    tasks: Tasks, folder: pathlib.Path, anchors: dict[str, dict[str, float]], budget: str, out: pathlib.Path
+) -> None:
+    """Learning curves of the tasks under ``folder`` against their anchors at ``budget``, written to ``out``."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    out = SUITE / ("learning_curves.png" if folder == SUITE else "learning_curves_10m.png")
     drawn = {task: curves(folder / task.lower()) for task in tasks}
     drawn = {task: data for task, data in drawn.items() if data is not None}
     fig, axes = plt.subplots(1, max(len(drawn), 1), figsize=(5 * max(len(drawn), 1), 3.8), squeeze=False)
@@ -157,7 +158,7 @@ def figure(tasks: Tasks, folder: pathlib.Path, anchors: dict[str, dict[str, floa
 def tier_10m(tasks: Tasks) -> str:
     if not tasks:
         return ""
-    figure(tasks, SUITE_10M, ANCHORS_10M, "10M")
+    figure(tasks, SUITE_10M, ANCHORS_10M, "10M", SUITE / "learning_curves_10m.png")
     return (
         "\n## 10M steps\n\nThe same tasks trained for 10M steps with settings sized to run in under 30 minutes "
         "on 2 cores (one `.yml` per task in [suite-10m/](../suite-10m/)), against Sample Factory's APPO at 10M. "
@@ -174,7 +175,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.parse_args()
     tasks = read_tier(SUITE)
-    figure(tasks, SUITE, ANCHORS, "1M")
+    figure(tasks, SUITE, ANCHORS, "1M", SUITE / "learning_curves.png")
     made_at = commit()
     text = (
         "# The MuJoCo suite: tuned entries at 1M steps\n\n"
