@@ -3,22 +3,37 @@
 rl-baselines3-zoo (``hyperparams/ppo.yml``) tunes PPO per MuJoCo env with ``normalize: true``
 (``VecNormalize`` on observations and rewards); these are its values for the Gymnasium twins of
 roboppo's MuJoCo envs. Used by ``roboppo-zoo benchmark`` and the scripts in ``bench/``.
+
+A stock run given a checkpoint file saves one every ``save_every`` steps, at the start of a rollout:
+the model zip (weights, optimizer, last observations) with everything its next rollouts depend on:
+each Gymnasium env whole (MuJoCo's ``MjData``, its random generator, ``TimeLimit`` and ``Monitor``
+counters), ``VecNormalize``'s statistics and running returns, and NumPy's and torch's global random
+generators (minibatch order, action noise). Started again with the same file, the run continues from
+it to the same weights an uninterrupted run ends with.
 """
 
 from __future__ import annotations
 
+import io
+import pathlib
+import pickle
+import random
 import time
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import torch as th
+from gymnasium.utils import EzPickle
 from stable_baselines3 import PPO as SB3PPO
+from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.utils import LinearSchedule
 from stable_baselines3.common.vec_env import VecNormalize
 
 import roboppo_envs
+from roboppo.common.files import atomic_target
 from roboppo.zoo.stats import early_ends
 
 GYMNASIUM_TWIN = {
@@ -69,15 +84,111 @@ def rl_zoo3_cartpole() -> dict[str, Any]:
 
 
 def train_stock_sb3(
-    env_id: str, seed: int, n_timesteps: int, ppo_kwargs: dict[str, Any] | None = None, n_envs: int = 1
+    env_id: str,
+    seed: int,
+    n_timesteps: int,
+    ppo_kwargs: dict[str, Any] | None = None,
+    n_envs: int = 1,
+    checkpoint: pathlib.Path | None = None,
+    save_every: int | None = None,
 ) -> tuple[SB3PPO, VecNormalize, float]:
-    """Stock SB3 PPO + ``VecNormalize`` on ``env_id``'s Gymnasium twin; returns (model, env, training seconds)."""
+    """Stock SB3 PPO + ``VecNormalize`` on ``env_id``'s Gymnasium twin; returns (model, env, training seconds).
+
+    With ``checkpoint``, a run saves it every ``save_every`` steps (default: a quarter of the budget) and,
+    when the file holds an earlier run of the same env, seed and budget, continues from it.
+    """
     kwargs = RL_ZOO3_PPO[env_id] if ppo_kwargs is None else ppo_kwargs
-    env = VecNormalize(make_vec_env(GYMNASIUM_TWIN[env_id], n_envs=n_envs, seed=seed), gamma=kwargs.get("gamma", 0.99))
-    model = SB3PPO("MlpPolicy", env, seed=seed, **kwargs)
+    run = {"env_id": env_id, "seed": seed, "n_timesteps": n_timesteps, "n_envs": n_envs, "ppo_kwargs": repr(kwargs)}
+    resumed = None if checkpoint is None else load_checkpoint(checkpoint, run)
+    if resumed is None:
+        venv = make_vec_env(GYMNASIUM_TWIN[env_id], n_envs=n_envs, seed=seed)
+        env = VecNormalize(venv, gamma=kwargs.get("gamma", 0.99))
+        model, before = SB3PPO("MlpPolicy", env, seed=seed, **kwargs), 0.0
+    else:
+        model, env, before = resumed
     start = time.perf_counter()
-    model.learn(n_timesteps)
-    return model, env, time.perf_counter() - start
+
+    def clock() -> float:
+        return before + time.perf_counter() - start
+
+    every = save_every or max(n_timesteps // 4, 1)
+    callback = None if checkpoint is None else Checkpoints(checkpoint, every, run, clock)
+    model.learn(n_timesteps - model.num_timesteps, callback=callback, reset_num_timesteps=resumed is None)
+    return model, env, before + time.perf_counter() - start
+
+
+class Checkpoints(BaseCallback):
+    """Writes :func:`save_checkpoint` at the first rollout start after every ``every`` steps."""
+
+    def __init__(self, path: pathlib.Path, every: int, run: dict[str, Any], clock: Callable[[], float]) -> None:
+        super().__init__()
+        self.path, self.every, self.run, self.clock = path, every, run, clock
+        self.next_save = 0
+
+    def _on_training_start(self) -> None:
+        self.next_save = (self.num_timesteps // self.every + 1) * self.every
+
+    def _on_rollout_start(self) -> None:
+        if self.num_timesteps >= self.next_save:
+            save_checkpoint(self.path, self.model, self.run, self.clock())  # type: ignore[arg-type]
+            self.next_save = (self.num_timesteps // self.every + 1) * self.every
+
+    def _on_step(self) -> bool:
+        return True
+
+
+class _WholeEnvPickler(pickle.Pickler):
+    """Pickles Gymnasium's ``EzPickle`` envs by their state rather than by their constructor arguments."""
+
+    def reducer_override(self, obj: Any) -> Any:
+        if isinstance(obj, EzPickle):
+            return _restore_object, (type(obj), vars(obj))
+        return NotImplemented
+
+
+def _restore_object(cls: type, state: dict[str, Any]) -> Any:
+    obj = cls.__new__(cls)
+    obj.__dict__.update(state)
+    return obj
+
+
+def save_checkpoint(path: pathlib.Path, model: SB3PPO, run: dict[str, Any], seconds: float) -> None:
+    """One file, written whole or not at all, from which :func:`load_checkpoint` continues ``model``'s run."""
+    env = model.get_env()
+    assert isinstance(env, VecNormalize), "stock runs train on VecNormalize"
+    zipped = io.BytesIO()
+    model.save(zipped)
+    state = {
+        "run": run, "seconds": seconds, "model": zipped.getvalue(), "venv": env.venv, "obs_rms": env.obs_rms,
+        "ret_rms": env.ret_rms, "returns": env.returns, "gamma": env.gamma, "numpy": np.random.get_state(),
+        "torch": th.get_rng_state(), "random": random.getstate(),
+    }  # fmt: skip
+    with atomic_target(path) as partial, open(partial, "wb") as file:
+        _WholeEnvPickler(file).dump(state)
+
+
+def load_checkpoint(path: pathlib.Path, run: dict[str, Any]) -> tuple[SB3PPO, VecNormalize, float] | None:
+    """(model, env, seconds trained) of the checkpoint at ``path``; None when there is none or it is of another run.
+
+    Sets NumPy's and torch's global random generators: call it just before ``learn``. The file is a
+    pickle this process family wrote (as SB3's own ``VecNormalize`` files are): load only your own.
+    """
+    if not path.is_file():
+        return None
+    with open(path, "rb") as file:
+        state = pickle.load(file)
+    if state["run"] != run:
+        print(f"{path} is of another run ({state['run']}); training from the start", flush=True)
+        return None
+    env = VecNormalize(state["venv"], gamma=state["gamma"])
+    env.obs_rms, env.ret_rms, env.returns = state["obs_rms"], state["ret_rms"], state["returns"]
+    model = SB3PPO.load(io.BytesIO(state["model"]))
+    model.set_env(env, force_reset=False)
+    np.random.set_state(state["numpy"])
+    th.set_rng_state(state["torch"])
+    random.setstate(state["random"])
+    print(f"{path}: continuing from {model.num_timesteps:,} steps", flush=True)
+    return model, env, float(state["seconds"])
 
 
 def evaluate_stock_sb3(

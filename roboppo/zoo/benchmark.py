@@ -7,7 +7,7 @@ same command continues an interrupted benchmark: a seed whose run finished is on
 unfinished run continues from its last checkpoint exactly as it would have gone on (its training
 state is saved beside each checkpoint); ``benchmark.md`` is rewritten as each run ends.
 then, unless ``--no-sb3``, stock SB3 PPO with rl-baselines3-zoo's tuned hyperparameters on the
-Gymnasium twin, same steps and seeds.
+Gymnasium twin, same steps and seeds; an interrupted stock run continues from its last checkpoint too.
 
 Writes ``<out>/benchmark.md``: every seed's final return; per system mean ± std and the
 interquartile mean with its 95% stratified-bootstrap interval (``rliable``); and per seed the env
@@ -210,16 +210,22 @@ def run_dirs(log_folder: pathlib.Path) -> list[pathlib.Path]:
 
 
 def run_sb3(args: argparse.Namespace, env_id: str, seed: int, budget: int) -> Row:
-    """Stock SB3 on the Gymnasium twin; the row is kept in ``<out>/sb3/<env>/seed<seed>.json`` for a re-run to reuse."""
+    """Stock SB3 on the Gymnasium twin; the row is kept in ``<out>/sb3/<env>/seed<seed>.json`` for a re-run to reuse.
+
+    The run saves a checkpoint every quarter of its budget (``<out>/runs/sb3/<env>/seed<seed>.pkl``); a
+    re-run after an interruption continues from it as the uninterrupted run would have gone on.
+    """
     kept = kept_row(args, env_id, STOCK, seed, budget)
     if kept is not None:
         return kept
     if args.jobs > 1:
         th.set_num_threads(1)  # one core per run, as roboppo's runs beside it
-    model, env, seconds = train_stock_sb3(env_id, seed, budget)
+    checkpoint = args.out / "runs" / "sb3" / file_name(env_id) / f"seed{seed}.pkl"
+    model, env, seconds = train_stock_sb3(env_id, seed, budget, checkpoint=checkpoint)
     final, early = evaluate_stock_sb3(model, env, env_id, 20_000 + seed, episodes=args.final_episodes)
     row = Row(env_id, STOCK, seed, model.num_timesteps, seconds, final, episodes=args.final_episodes, early_ends=early)
     keep_row(args, row)
+    checkpoint.unlink(missing_ok=True)
     return row
 
 

@@ -3,16 +3,22 @@
 from __future__ import annotations
 
 import csv
+import json
 import pathlib
 import shutil
 import signal
+import subprocess
+import sys
+import time
 
 import numpy as np
 import pytest
+import torch as th
 import yaml
 
 from roboppo import PPO
 from roboppo.common.env_util import make_env_from_id
+from roboppo.zoo.baselines import RL_ZOO3_PPO, train_stock_sb3
 from roboppo.zoo.cli import main
 from tests.conftest import train_until_interrupted
 
@@ -163,3 +169,41 @@ def test_an_interrupted_train_saves_the_model_and_resumes(tmp_path: pathlib.Path
     assert 0 < steps < 1_000_000
     assert main(["train", "--resume", str(run), "--n-timesteps", str(steps + 512), "--no-progress-bar"]) == 0
     assert PPO.load(run / "model.zip").num_timesteps >= steps + 512
+
+
+STOCK_ROW = pathlib.Path("sb3") / ENV / "seed0.json"
+BENCHMARK = ["-m", "roboppo.zoo.cli", "benchmark", "--envs", ENV, "--seeds", "1", "--jobs", "1"]
+BENCHMARK += ["--n-timesteps", "4096", "--eval-freq", "2048", "--eval-episodes", "2", "--final-episodes", "3"]
+
+
+def test_a_killed_stock_sb3_run_continues_from_its_checkpoint(tmp_path: pathlib.Path) -> None:
+    """Killed (SIGKILL) after its first checkpoint, the same command continues it to the uninterrupted run's row."""
+    whole, killed = tmp_path / "whole", tmp_path / "killed"
+    subprocess.run([sys.executable, *BENCHMARK, "--out", str(whole)], check=True, capture_output=True)
+    worker = subprocess.Popen([sys.executable, *BENCHMARK, "--out", str(killed)], stdout=subprocess.DEVNULL)
+    checkpoint = killed / "runs" / "sb3" / ENV / "seed0.pkl"
+    deadline = time.monotonic() + 300
+    while not checkpoint.is_file():
+        assert worker.poll() is None and time.monotonic() < deadline, "the stock run ended before its first checkpoint"
+        time.sleep(0.05)
+    worker.kill()
+    worker.wait()
+    assert not (killed / STOCK_ROW).exists()
+    again = subprocess.run(
+        [sys.executable, *BENCHMARK, "--out", str(killed)], check=True, capture_output=True, text=True
+    )
+    assert f"{checkpoint}: continuing from 1,024 steps" in again.stdout
+    first, second = (json.loads((folder / STOCK_ROW).read_text()) for folder in (whole, killed))
+    assert second["steps"] == first["steps"] == 4096
+    assert second["final_return"] == first["final_return"]
+    assert not checkpoint.exists()  # a finished run's checkpoint is removed, its row kept
+
+
+def test_a_stock_checkpoint_of_another_run_is_not_continued(tmp_path: pathlib.Path) -> None:
+    settings = RL_ZOO3_PPO["RoboHopper-v0"] | {"n_steps": 64, "batch_size": 32, "policy_kwargs": {"net_arch": [16]}}
+    checkpoint = tmp_path / "seed3.pkl"
+    whole, _, _ = train_stock_sb3("RoboHopper-v0", 3, 512, settings, checkpoint=checkpoint, save_every=256)
+    resumed, _, _ = train_stock_sb3("RoboHopper-v0", 3, 512, settings, checkpoint=checkpoint, save_every=256)
+    other, _, _ = train_stock_sb3("RoboHopper-v0", 4, 512, settings, checkpoint=checkpoint, save_every=256)
+    vectors = [th.nn.utils.parameters_to_vector(model.policy.parameters()) for model in (whole, resumed, other)]
+    assert th.equal(vectors[0], vectors[1]) and not th.equal(vectors[0], vectors[2])
