@@ -46,7 +46,7 @@ from roboppo.common.training_state import state_path
 from roboppo.ppo import PPO
 from roboppo.zoo.baselines import RL_ZOO3_PPO, evaluate_stock_sb3, train_stock_sb3
 from roboppo.zoo.runs import check_log_folder, file_name, resume_point, saved_steps
-from roboppo.zoo.stats import early_ends, iqm_intervals, performance_profile, time_to_target, timings
+from roboppo.zoo.stats import early_ends, iqm_intervals, performance_profile, score, time_to_target, timings
 from roboppo_envs.mujoco.vector_env import available_cpus
 
 DEFAULT_ENVS = ["RoboInvertedPendulum-v0", "RoboInvertedDoublePendulum-v0", "RoboHopper-v0"]
@@ -286,7 +286,7 @@ def exit_with_parent(parent: int, period: float = 2.0) -> None:
 
 def _announce(row: Row) -> Row:
     reached = "" if row.to_target is None else f"; target at {row.to_target[0]:,} steps ({row.to_target[1]:,.0f} s)"
-    print(f"{row.env_id} {row.system} seed {row.seed}: {row.final_return:,.1f}{reached}", flush=True)
+    print(f"{row.env_id} {row.system} seed {row.seed}: {score(row.final_return, 1)}{reached}", flush=True)
     return row
 
 
@@ -304,8 +304,8 @@ def summary_table(rows: list[Row]) -> str:
             spread = statistics.pstdev(returns) if len(returns) > 1 else 0.0
             seconds = statistics.mean(r.seconds for r in group)
             lines.append(
-                f"| {env_id} | {system} | {len(group)} | {group[0].steps:,} | {statistics.mean(returns):,.1f} ± "
-                f"{spread:,.1f} | {intervals[system]} | {min(returns):,.1f} | {seconds:,.0f} s |"
+                f"| {env_id} | {system} | {len(group)} | {group[0].steps:,} | {score(statistics.mean(returns), 1)} ± "
+                f"{score(spread, 1)} | {intervals[system]} | {score(min(returns), 1)} | {seconds:,.0f} s |"
             )
     return "\n".join(lines)
 
@@ -325,7 +325,7 @@ def seed_table(rows: list[Row]) -> str:
             steps = "(not evaluated during training)"
         early = "" if r.early_ends is None else f"{r.early_ends} of {r.episodes}"
         lines.append(
-            f"| {r.env_id} | {r.system} | {r.seed} | {r.final_return:,.1f} | {early} | {steps} | {seconds} "
+            f"| {r.env_id} | {r.system} | {r.seed} | {score(r.final_return, 1)} | {early} | {steps} | {seconds} "
             f"| {r.seconds:,.0f} s |"
         )
     return "\n".join(lines)

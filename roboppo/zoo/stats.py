@@ -27,6 +27,11 @@ def early_ends(lengths: npt.ArrayLike, env_id: str) -> int:
     return 0 if limit is None else int(np.sum(np.asarray(lengths) < limit))
 
 
+def score(value: float, decimals: int = 0) -> str:
+    """A return as tables print it: ``decimals`` places from 100 up, two below (Reacher's -3.87, not -4)."""
+    return f"{value:,.{decimals if abs(value) >= 100 else 2}f}"
+
+
 @dataclasses.dataclass(frozen=True)
 class Interval:
     """A point estimate with its 95% bootstrap interval."""
@@ -36,7 +41,7 @@ class Interval:
     high: float
 
     def __str__(self) -> str:
-        return f"{self.value:,.0f} [{self.low:,.0f}, {self.high:,.0f}]"
+        return f"{score(self.value)} [{score(self.low)}, {score(self.high)}]"
 
 
 def iqm_intervals(scores: dict[str, np.ndarray], seed: int = 0) -> dict[str, Interval]:

@@ -7,7 +7,7 @@ import pathlib
 import numpy as np
 
 import roboppo_envs  # noqa: F401  registers the suite ids
-from roboppo.zoo.stats import early_ends, iqm_intervals, performance_profile, time_to_target
+from roboppo.zoo.stats import Interval, early_ends, iqm_intervals, performance_profile, score, time_to_target
 
 
 def test_iqm_is_the_mean_of_the_middle_half_with_an_interval_around_it() -> None:
@@ -18,6 +18,12 @@ def test_iqm_is_the_mean_of_the_middle_half_with_an_interval_around_it() -> None
     for interval in intervals.values():
         assert interval.low <= interval.value <= interval.high
     assert intervals["a"].high < 8.0 and intervals == iqm_intervals(scores)  # repeatable
+
+
+def test_small_returns_keep_two_decimals_in_tables() -> None:
+    assert str(Interval(-3.874, -4.012, -3.7)) == "-3.87 [-4.01, -3.70]"  # Reacher: -4 [-4, -4] would hide it
+    assert str(Interval(5736.4, 5324.2, 6084.9)) == "5,736 [5,324, 6,085]"
+    assert (score(-3.874, 1), score(412.36, 1), score(-250.4)) == ("-3.87", "412.4", "-250")
 
 
 def test_time_to_target_reads_the_first_evaluation_that_reached_it(tmp_path: pathlib.Path) -> None:
