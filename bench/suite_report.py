@@ -21,15 +21,17 @@ import re
 import numpy as np
 from _report import commit
 
+import roboppo_envs
 from roboppo.common.callbacks import read_evaluations
 from roboppo.common.files import atomic_target, write_atomic
-from roboppo.zoo.stats import iqm_intervals
+from roboppo.zoo.stats import iqm_intervals, score
 
 RESULTS = pathlib.Path(__file__).parent / "results"
 SUITE = RESULTS / "suite"
 SUITE_10M = RESULTS / "suite-10m"
 
-# published results at 1M steps (rl-baselines3-zoo's benchmark table; CleanRL's ppo_continuous_action)
+# published results at 1M steps (rl-baselines3-zoo's benchmark table; CleanRL's ppo_continuous_action), and
+# Gymnasium's reward_threshold where neither publishes PPO (Pusher's, 0, is out of reach and not drawn)
 ANCHORS: dict[str, dict[str, float]] = {
     "HalfCheetah": {"rl-zoo3 PPO": 5819},
     "Walker2d": {"rl-zoo3 PPO": 3479, "rl-zoo3 TRPO": 4933},
@@ -37,6 +39,7 @@ ANCHORS: dict[str, dict[str, float]] = {
     "Swimmer": {"rl-zoo3 PPO": 282, "rl-zoo3 TRPO": 366},
     "Humanoid": {"CleanRL PPO": 716},
     "Hopper": {"rl-zoo3 PPO": 2410},
+    "Reacher": {"Gymnasium threshold": -3.75},
 }
 # published results at 10M steps (Sample Factory's APPO on MuJoCo)
 ANCHORS_10M: dict[str, dict[str, float]] = {
@@ -95,7 +98,7 @@ Tasks = dict[str, tuple[str, list[Seed]]]
 
 def read_tier(folder: pathlib.Path) -> Tasks:
     """Every task folder's command and seeds under ``folder``, named as the anchors name them."""
-    names = {name.lower(): name for name in ANCHORS}
+    names = {name.lower(): name for name in roboppo_envs.SUITE_NAMES}
     tables = sorted(folder.glob("*/benchmark.md"))
     tasks = {names.get(table.parent.name, table.parent.name): read_seeds(table) for table in tables}
     return {task: value for task, value in tasks.items() if value[1]}
@@ -112,10 +115,10 @@ def summary(tasks: Tasks, anchors: dict[str, dict[str, float]]) -> str:
         counted = [tuple(int(n) for n in s.early.split(" of ")) for s in seeds if s.early]
         fell = [early for early, _ in counted if early]
         falls = f"{sum(fell)} of {sum(n for _, n in counted)} ({len(fell)} seeds)" if fell else ""
-        named = ", ".join(f"{name} {value:,.0f}" for name, value in anchors.get(task, {}).items())
+        named = ", ".join(f"{name} {score(value)}" for name, value in anchors.get(task, {}).items())
         lines.append(
-            f"| {task} | {len(seeds)} | {interval} | {finals.mean():,.0f} ± {finals.std():,.0f} | {finals.min():,.0f} "
-            f"| {falls or 'none'} | {np.mean([s.seconds for s in seeds]):,.0f} s | {named} |"
+            f"| {task} | {len(seeds)} | {interval} | {score(finals.mean())} ± {score(finals.std())} "
+            f"| {score(finals.min())} | {falls or 'none'} | {np.mean([s.seconds for s in seeds]):,.0f} s | {named} |"
         )
     return "\n".join(lines)
 
@@ -123,7 +126,7 @@ def summary(tasks: Tasks, anchors: dict[str, dict[str, float]]) -> str:
 def seed_lines(tasks: Tasks) -> str:
     lines = []
     for task, (command, seeds) in tasks.items():
-        finals = ", ".join(f"{s.seed}: {s.final:,.0f}" for s in seeds)
+        finals = ", ".join(f"{s.seed}: {score(s.final)}" for s in seeds)
         lines.append(f"- **{task}** (`{command}`): {finals}")
     return "\n".join(lines)
 
@@ -139,8 +142,12 @@ def figure(
 
     drawn = {task: curves(folder / task.lower()) for task in tasks}
     drawn = {task: data for task, data in drawn.items() if data is not None}
-    fig, axes = plt.subplots(1, max(len(drawn), 1), figsize=(5 * max(len(drawn), 1), 3.8), squeeze=False)
-    for axis, (task, (steps, returns)) in zip(axes[0], drawn.items(), strict=False):
+    columns = min(max(len(drawn), 1), 4)
+    rows = -(-max(len(drawn), 1) // columns)
+    fig, axes = plt.subplots(rows, columns, figsize=(5 * columns, 3.8 * rows), squeeze=False)
+    for axis in axes.flat[len(drawn) :]:
+        axis.set_visible(False)
+    for axis, (task, (steps, returns)) in zip(axes.flat, drawn.items(), strict=False):
         iqm = [iqm_intervals({"x": returns[:, i]})["x"] for i in range(returns.shape[1])]
         axis.plot(steps, [i.value for i in iqm], label=f"roboppo, IQM of {len(returns)} seeds")
         axis.fill_between(steps, [i.low for i in iqm], [i.high for i in iqm], alpha=0.25, label="95% CI")

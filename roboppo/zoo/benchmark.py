@@ -88,7 +88,7 @@ def target_of(env_id: str) -> float | None:
 
 def target_text(env_id: str) -> str:
     target = target_of(env_id)
-    return f"{env_id} {target:,.0f}" if target is not None else f"{env_id} none (no reward threshold)"
+    return f"{env_id} {score(target)}" if target is not None else f"{env_id} none (no reward threshold)"
 
 
 def run_roboppo(args: argparse.Namespace, env_id: str, seed: int) -> Row:
