@@ -161,22 +161,28 @@ def save_checkpoint(path: pathlib.Path, model: SB3PPO, run: dict[str, Any], seco
     state = {
         "run": run, "seconds": seconds, "model": zipped.getvalue(), "venv": env.venv, "obs_rms": env.obs_rms,
         "ret_rms": env.ret_rms, "returns": env.returns, "gamma": env.gamma, "numpy": np.random.get_state(),
-        "torch": th.get_rng_state(), "random": random.getstate(),
+        "torch": th.get_rng_state(), "cuda": th.cuda.get_rng_state_all() if th.cuda.is_available() else [],
+        "random": random.getstate(),
     }  # fmt: skip
     with atomic_target(path) as partial, open(partial, "wb") as file:
         _WholeEnvPickler(file).dump(state)
 
 
 def load_checkpoint(path: pathlib.Path, run: dict[str, Any]) -> tuple[SB3PPO, VecNormalize, float] | None:
-    """(model, env, seconds trained) of the checkpoint at ``path``; None when there is none or it is of another run.
+    """(model, env, seconds trained) of the checkpoint at ``path``; None when there is none, it is of another run
+    or it cannot be read (each said in one line; the run then trains from the start).
 
-    Sets NumPy's and torch's global random generators: call it just before ``learn``. The file is a
-    pickle this process family wrote (as SB3's own ``VecNormalize`` files are): load only your own.
+    Sets NumPy's and torch's global random generators (CUDA's too): call it just before ``learn``. The
+    file is a pickle this process family wrote (as SB3's own ``VecNormalize`` files are): load only your own.
     """
     if not path.is_file():
         return None
-    with open(path, "rb") as file:
-        state = pickle.load(file)
+    try:
+        with open(path, "rb") as file:
+            state = pickle.load(file)
+    except Exception as error:  # a damaged file must not block the run for good
+        print(f"{path} cannot be read ({type(error).__name__}: {error}); training from the start", flush=True)
+        return None
     if state["run"] != run:
         print(f"{path} is of another run ({state['run']}); training from the start", flush=True)
         return None
@@ -186,6 +192,8 @@ def load_checkpoint(path: pathlib.Path, run: dict[str, Any]) -> tuple[SB3PPO, Ve
     model.set_env(env, force_reset=False)
     np.random.set_state(state["numpy"])
     th.set_rng_state(state["torch"])
+    if state["cuda"]:
+        th.cuda.set_rng_state_all(state["cuda"])
     random.setstate(state["random"])
     print(f"{path}: continuing from {model.num_timesteps:,} steps", flush=True)
     return model, env, float(state["seconds"])

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import json
 import pathlib
+import re
 import shutil
 import signal
 import subprocess
@@ -192,18 +193,23 @@ def test_a_killed_stock_sb3_run_continues_from_its_checkpoint(tmp_path: pathlib.
     again = subprocess.run(
         [sys.executable, *BENCHMARK, "--out", str(killed)], check=True, capture_output=True, text=True
     )
-    assert f"{checkpoint}: continuing from 1,024 steps" in again.stdout
+    assert re.search(rf"{re.escape(str(checkpoint))}: continuing from [123],[0-9]{{3}} steps", again.stdout)
     first, second = (json.loads((folder / STOCK_ROW).read_text()) for folder in (whole, killed))
     assert second["steps"] == first["steps"] == 4096
     assert second["final_return"] == first["final_return"]
     assert not checkpoint.exists()  # a finished run's checkpoint is removed, its row kept
 
 
-def test_a_stock_checkpoint_of_another_run_is_not_continued(tmp_path: pathlib.Path) -> None:
+def test_a_stock_checkpoint_continues_only_its_own_run(tmp_path: pathlib.Path, capsys: pytest.CaptureFixture) -> None:
     settings = RL_ZOO3_PPO["RoboHopper-v0"] | {"n_steps": 64, "batch_size": 32, "policy_kwargs": {"net_arch": [16]}}
     checkpoint = tmp_path / "seed3.pkl"
     whole, _, _ = train_stock_sb3("RoboHopper-v0", 3, 512, settings, checkpoint=checkpoint, save_every=256)
     resumed, _, _ = train_stock_sb3("RoboHopper-v0", 3, 512, settings, checkpoint=checkpoint, save_every=256)
+    assert f"{checkpoint}: continuing from 256 steps" in capsys.readouterr().out
     other, _, _ = train_stock_sb3("RoboHopper-v0", 4, 512, settings, checkpoint=checkpoint, save_every=256)
+    assert "is of another run" in capsys.readouterr().out
     vectors = [th.nn.utils.parameters_to_vector(model.policy.parameters()) for model in (whole, resumed, other)]
     assert th.equal(vectors[0], vectors[1]) and not th.equal(vectors[0], vectors[2])
+    checkpoint.write_bytes(b"\x80\x05 cut short")
+    train_stock_sb3("RoboHopper-v0", 3, 512, settings, checkpoint=checkpoint, save_every=256)
+    assert f"{checkpoint} cannot be read" in capsys.readouterr().out
