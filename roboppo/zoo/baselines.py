@@ -147,7 +147,7 @@ class _WholeEnvPickler(pickle.Pickler):
 
 
 def _restore_object(cls: type, state: dict[str, Any]) -> Any:
-    obj = cls.__new__(cls)
+    obj: Any = object.__new__(cls)
     obj.__dict__.update(state)
     return obj
 
