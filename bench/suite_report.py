@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import pathlib
 import re
 
@@ -59,15 +60,21 @@ class Seed:
 
 
 def read_seeds(table: pathlib.Path) -> tuple[str, list[Seed]]:
-    """The command and roboppo's per-seed rows of a ``benchmark.md``."""
+    """The command and roboppo's per-seed rows of a ``benchmark.md``, each final return read unrounded from the
+    row the benchmark kept beside it where there is one."""
     text = table.read_text()
+    kept = {}
+    for path in table.parent.glob("rows/*/seed*.json"):
+        row = json.loads(path.read_text())
+        kept[row["seed"]] = row["final_return"]
     command = text.splitlines()[0].strip("`") if text.startswith("`") else "(command not recorded)"
     seeds = []
     for line in text.split("Every seed")[-1].splitlines():
         cells = [cell.strip() for cell in line.strip("|").split("|")]
         if len(cells) == 8 and cells[1] == "roboppo" and cells[2].isdigit():
             seconds = float(re.sub(r"[^\d.]", "", cells[7]))
-            seeds.append(Seed(int(cells[2]), float(cells[3].replace(",", "")), cells[4], seconds))
+            seed = int(cells[2])
+            seeds.append(Seed(seed, kept.get(seed, float(cells[3].replace(",", ""))), cells[4], seconds))
     return command, sorted(seeds, key=lambda s: s.seed)
 
 
@@ -117,7 +124,8 @@ def summary(tasks: Tasks, anchors: dict[str, dict[str, float]]) -> str:
         falls = f"{sum(fell)} of {sum(n for _, n in counted)} ({len(fell)} seeds)" if fell else ""
         named = ", ".join(f"{name} {score(value)}" for name, value in anchors.get(task, {}).items())
         lines.append(
-            f"| {task} | {len(seeds)} | {interval} | {score(finals.mean())} ± {score(finals.std())} "
+            f"| {task} | {len(seeds)} | {interval} | {score(finals.mean())} "
+            f"± {score(finals.std(), like=finals.mean())} "
             f"| {score(finals.min())} | {falls or 'none'} | {np.mean([s.seconds for s in seeds]):,.0f} s | {named} |"
         )
     return "\n".join(lines)
@@ -192,7 +200,8 @@ def main() -> None:
         "listed below it). Final return: the final model's mean over deterministic episodes on a fresh env; "
         "an episode ended early when it terminated before the time limit (a fall). IQM: interquartile mean over "
         "seeds with its 95% stratified-bootstrap interval (rliable). Time / run: wall time of one run, two runs "
-        "at a time on 2 cores, periodic evaluations included.\n\n"
+        "at a time on 2 cores, periodic evaluations included. Reacher's anchor is Gymnasium's reward threshold; "
+        "Pusher has none (no published PPO result, and its threshold, 0, is out of reach).\n\n"
         f"{summary(tasks, ANCHORS)}\n\n![learning curves](learning_curves.png)\n\nEvery seed:\n\n{seed_lines(tasks)}\n"
         + tier_10m(read_tier(SUITE_10M))
     )

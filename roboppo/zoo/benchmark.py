@@ -301,11 +301,11 @@ def summary_table(rows: list[Row]) -> str:
         intervals = iqm_intervals({system: np.array([r.final_return for r in g]) for system, g in groups.items()})
         for system, group in groups.items():
             returns = [r.final_return for r in group]
-            spread = statistics.pstdev(returns) if len(returns) > 1 else 0.0
+            mean, spread = statistics.mean(returns), statistics.pstdev(returns) if len(returns) > 1 else 0.0
             seconds = statistics.mean(r.seconds for r in group)
             lines.append(
-                f"| {env_id} | {system} | {len(group)} | {group[0].steps:,} | {score(statistics.mean(returns), 1)} ± "
-                f"{score(spread, 1)} | {intervals[system]} | {score(min(returns), 1)} | {seconds:,.0f} s |"
+                f"| {env_id} | {system} | {len(group)} | {group[0].steps:,} | {score(mean, 1)} ± "
+                f"{score(spread, 1, like=mean)} | {intervals[system]} | {score(min(returns), 1)} | {seconds:,.0f} s |"
             )
     return "\n".join(lines)
 

@@ -27,9 +27,13 @@ def early_ends(lengths: npt.ArrayLike, env_id: str) -> int:
     return 0 if limit is None else int(np.sum(np.asarray(lengths) < limit))
 
 
-def score(value: float, decimals: int = 0) -> str:
-    """A return as tables print it: ``decimals`` places from 100 up, two below (Reacher's -3.87, not -4)."""
-    return f"{value:,.{decimals if abs(value) >= 100 else 2}f}"
+def score(value: float, decimals: int = 0, like: float | None = None) -> str:
+    """A return as tables print it: ``decimals`` places from 100 up, two below (Reacher's -3.87, not -4).
+
+    ``like``: the return whose size decides instead (a spread printed as its mean is).
+    """
+    size = abs(value if like is None else like)
+    return f"{value:,.{decimals if size >= 100 else 2}f}"
 
 
 @dataclasses.dataclass(frozen=True)

@@ -24,6 +24,7 @@ def test_small_returns_keep_two_decimals_in_tables() -> None:
     assert str(Interval(-3.874, -4.012, -3.7)) == "-3.87 [-4.01, -3.70]"  # Reacher: -4 [-4, -4] would hide it
     assert str(Interval(5736.4, 5324.2, 6084.9)) == "5,736 [5,324, 6,085]"
     assert (score(-3.874, 1), score(412.36, 1), score(-250.4)) == ("-3.87", "412.4", "-250")
+    assert (score(85.16, like=825.0), score(0.171, like=-3.72)) == ("85", "0.17")  # a spread as its mean
 
 
 def test_time_to_target_reads_the_first_evaluation_that_reached_it(tmp_path: pathlib.Path) -> None:
