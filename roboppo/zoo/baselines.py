@@ -114,7 +114,7 @@ def train_stock_sb3(
     every = save_every or max(n_timesteps // 4, 1)
     callback = None if checkpoint is None else Checkpoints(checkpoint, every, run, clock)
     model.learn(n_timesteps - model.num_timesteps, callback=callback, reset_num_timesteps=resumed is None)
-    return model, env, before + time.perf_counter() - start
+    return model, env, clock()
 
 
 class Checkpoints(BaseCallback):
@@ -123,15 +123,15 @@ class Checkpoints(BaseCallback):
     def __init__(self, path: pathlib.Path, every: int, run: dict[str, Any], clock: Callable[[], float]) -> None:
         super().__init__()
         self.path, self.every, self.run, self.clock = path, every, run, clock
-        self.next_save = 0
+        self.saved_at = 0  # the multiple of ``every`` last passed (a resumed run: the one it resumed from)
 
     def _on_training_start(self) -> None:
-        self.next_save = (self.num_timesteps // self.every + 1) * self.every
+        self.saved_at = self.num_timesteps // self.every
 
     def _on_rollout_start(self) -> None:
-        if self.num_timesteps >= self.next_save:
+        if self.num_timesteps // self.every > self.saved_at:
             save_checkpoint(self.path, self.model, self.run, self.clock())  # type: ignore[arg-type]
-            self.next_save = (self.num_timesteps // self.every + 1) * self.every
+            self.saved_at = self.num_timesteps // self.every
 
     def _on_step(self) -> bool:
         return True

@@ -301,7 +301,8 @@ def summary_table(rows: list[Row]) -> str:
         intervals = iqm_intervals({system: np.array([r.final_return for r in g]) for system, g in groups.items()})
         for system, group in groups.items():
             returns = [r.final_return for r in group]
-            mean, spread = statistics.mean(returns), statistics.pstdev(returns) if len(returns) > 1 else 0.0
+            mean = statistics.mean(returns)
+            spread = statistics.pstdev(returns) if len(returns) > 1 else 0.0
             seconds = statistics.mean(r.seconds for r in group)
             lines.append(
                 f"| {env_id} | {system} | {len(group)} | {group[0].steps:,} | {score(mean, 1)} ± "
