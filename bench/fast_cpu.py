@@ -452,7 +452,7 @@ def main() -> None:
         whole_run_child(sys.argv[2], sys.argv[3], int(sys.argv[4]))
         return
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--envs", nargs="+", default=list(TWINS), choices=list(TWINS))
+    parser.add_argument("--envs", nargs="+", choices=list(TWINS), help="default: every env (with --suite, the eleven)")
     parser.add_argument("--n-envs", type=int, default=16)
     parser.add_argument("--batch-sizes", type=int, nargs="+", default=[64, 512])
     parser.add_argument("--epochs", type=int, default=10, help="PPO epochs per rollout in the end-to-end table")
@@ -462,13 +462,14 @@ def main() -> None:
     parser.add_argument("--whole-run-repeats", type=int, default=1, help="rounds of the whole-run table")
     parser.add_argument("--scaling", action="store_true", help="add the threads x envs scaling table")
     parser.add_argument("--memory-steps", type=int, default=0, help="train roboppo this long, sampling memory")
-    parser.add_argument("--suite", action="store_true", help="only the env table, over the eleven roboppo/*-v5 envs")
+    parser.add_argument("--suite", action="store_true", help="only the env table, over the roboppo/*-v5 envs")
     parser.add_argument("--out", type=pathlib.Path, default=None)
     args = parser.parse_args()
     if args.suite:
-        args.envs = [f"roboppo/{name}-v5" for name in SUITE]
+        args.envs = args.envs or [f"roboppo/{name}-v5" for name in SUITE]
         publish(env_table(args)[0], args.out)
         return
+    args.envs = args.envs or list(TWINS)
     env_text, rates = env_table(args)
     tables = [env_text, ppo_table(args, rates)]
     if args.whole_run:
