@@ -6,7 +6,8 @@ Optuna hands each one the next trial. A trial trains roboppo PPO for at most ``-
 steps (whole rollouts only), evaluating every ``--eval-freq`` steps; the median pruner stops
 trials that fall behind. A running trial records a heartbeat every ``--heartbeat`` seconds: when
 a worker dies, the next worker to ask for a trial marks its trial FAIL and queues a retry with
-the same parameters. The best trial so far is written as a ready ``ppo.yml`` entry. The storage
+the same parameters (on Ray, the driver does so for trials still silent when its workers are done,
+and runs the retries). The best trial so far is written as a ready ``ppo.yml`` entry. The storage
 URL's password is masked wherever it is printed.
 """
 
@@ -282,7 +283,37 @@ def _tune_on_ray(args: argparse.Namespace, url: str, shown: str) -> int:
     with _storage_errors(url):
         study = _open_study(args.study_name or f"ppo-{args.env}", url, args.heartbeat)  # created once, here
         tune_workers(args, tune, worker)
+        queued = _fail_dead_trials(study, args.heartbeat)
+        if queued:  # a worker died mid-trial after the others last asked for a trial: no one re-ran its trial yet
+            print(f"running {queued} queued trial(s): re-runs of trials whose worker died", flush=True)
+            one = argparse.Namespace(**{**vars(args), "ray_workers": 1})
+            tune_workers(one, tune, argparse.Namespace(**{**vars(worker), "n_trials": queued}))
         return _write_best(study, args, shown)
+
+
+def _fail_dead_trials(study: Any, heartbeat: int) -> int:
+    """Once every worker has returned, fail the trials still running whose heartbeats stop (Optuna then queues a
+    re-run of each with its parameters); return how many trials are queued.
+
+    A trial whose worker died is stale one grace period after its last heartbeat, which may come after every
+    other worker has finished. A trial that keeps beating belongs to a worker outside this run (the study is
+    shared) and is left to it after one grace period.
+    """
+    import optuna
+
+    def running() -> bool:
+        return bool(study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,)))
+
+    wait = (GRACE_FACTOR + 2) * heartbeat
+    deadline = time.monotonic() + wait
+    if running():
+        print(f"waiting up to {wait} s for trials still running", flush=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        while running() and time.monotonic() < deadline:
+            time.sleep(min(1.0, heartbeat))
+            optuna.storages.fail_stale_trials(study)
+    return len(study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.WAITING,)))
 
 
 def _write_best(study: Any, args: argparse.Namespace, shown_url: str) -> int:

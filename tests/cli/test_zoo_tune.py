@@ -15,7 +15,7 @@ import pytest
 
 from roboppo.common.hparams import load_ppo_hparams
 from roboppo.zoo.cli import build_parser, main
-from roboppo.zoo.tune import STORAGE_ENV, fit_budget, scrub, storage_url
+from roboppo.zoo.tune import STORAGE_ENV, _fail_dead_trials, _open_study, fit_budget, scrub, storage_url
 
 ENV = "RoboInvertedPendulum-v0"
 SECRET = "s3cret"
@@ -127,3 +127,24 @@ def test_unparsable_url_is_not_echoed(tmp_path: pathlib.Path, capsys: pytest.Cap
     err = capsys.readouterr().err
     assert SECRET not in err and "is not a database URL" in err
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.filterwarnings("ignore::optuna.exceptions.ExperimentalWarning")
+@pytest.mark.filterwarnings("ignore:Heartbeat of storage:UserWarning")  # trials made by ask(), as a worker would
+def test_a_trial_left_running_by_a_dead_worker_is_failed_and_queued_again(tmp_path: pathlib.Path) -> None:
+    """The Ray driver's last step: a trial still running once every worker has returned stops beating; after
+    the grace period it is failed and its parameters are queued again, where no later worker would ask."""
+    study = _open_study("dead-worker", f"sqlite:///{tmp_path / 'study.db'}", heartbeat=1)
+    done = study.ask()
+    done.suggest_float("learning_rate", 1e-4, 1e-3, log=True)
+    study.tell(done, 1.0)
+    dead = study.ask()
+    learning_rate = dead.suggest_float("learning_rate", 1e-4, 1e-3, log=True)
+    study._storage.record_heartbeat(dead._trial_id)  # its worker beat once, then died
+
+    assert _fail_dead_trials(study, heartbeat=1) == 1
+    states = {trial.number: trial.state for trial in study.trials}
+    assert states == {0: optuna.trial.TrialState.COMPLETE, 1: optuna.trial.TrialState.FAIL,
+                      2: optuna.trial.TrialState.WAITING}  # fmt: skip
+    assert study.trials[2].params == {"learning_rate": learning_rate}
+    assert study.trials[2].system_attrs["failed_trial"] == dead.number
