@@ -121,7 +121,8 @@ def summary(tasks: Tasks, anchors: dict[str, dict[str, float]]) -> str:
         interval = iqm_intervals({task: finals})[task]
         counted = [tuple(int(n) for n in s.early.split(" of ")) for s in seeds if s.early]
         fell = [early for early, _ in counted if early]
-        falls = f"{sum(fell)} of {sum(n for _, n in counted)} ({len(fell)} seeds)" if fell else ""
+        fallen = "1 seed" if len(fell) == 1 else f"{len(fell)} seeds"
+        falls = f"{sum(fell)} of {sum(n for _, n in counted)} ({fallen})" if fell else ""
         named = ", ".join(f"{name} {score(value)}" for name, value in anchors.get(task, {}).items())
         lines.append(
             f"| {task} | {len(seeds)} | {interval} | {score(finals.mean())} "

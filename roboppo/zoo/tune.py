@@ -297,7 +297,7 @@ def _fail_dead_trials(study: Any, heartbeat: int) -> int:
 
     A trial whose worker died is stale one grace period after its last heartbeat, which may come after every
     other worker has finished. A trial that keeps beating belongs to a worker outside this run (the study is
-    shared) and is left to it after one grace period.
+    shared): it is left to that worker when the wait (the grace period and two more heartbeats) ends.
     """
     import optuna
 
