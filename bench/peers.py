@@ -432,11 +432,12 @@ def whole_run_table(args: argparse.Namespace, fastest: dict[int, dict[str, str]]
     env_id = args.envs[0]
     rollout = args.n_envs * 128
     steps = -(-args.whole_run_steps // rollout) * rollout  # whole rollouts, as every system collects them
+    rounds = f"fastest of {args.whole_run_repeats} interleaved rounds" if args.whole_run_repeats > 1 else "one round"
     lines = [
         f"**Whole runs**: {steps:,} steps on {env_id} (peers on {TWINS[env_id]}) as a whole `python` process "
         f"per system, at table 1's settings: seconds to the first env step / wall seconds, imports, model "
         "construction and roboppo's JAX compilation (empty cache) included; each family's fastest variant of "
-        f"table 1, fastest of {args.whole_run_repeats} interleaved rounds; ratios are a peer's wall time over "
+        f"table 1, {rounds}; ratios are a peer's wall time over "
         "roboppo's. **Floor**: a process that imports torch and SB3, makes roboppo's 16 envs and steps them as "
         "often with random actions (no policy, no training).",
         "",
