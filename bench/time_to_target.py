@@ -81,7 +81,8 @@ class Clock:
         self.history: list[tuple[int, float, float]] = []  # (steps, training seconds, mean return)
 
     def due(self, steps: int) -> bool:
-        return steps >= self.next_eval
+        """Whether an evaluation is due: every ``--eval-every`` steps, and at ``--max-steps`` (which ends the run)."""
+        return steps >= min(self.next_eval, self.args.max_steps)
 
     def evaluate(self, steps: int, act: Callable[[np.ndarray], np.ndarray]) -> bool:
         """Evaluate at ``steps``; whether training goes on (target not reached, budget not spent)."""
