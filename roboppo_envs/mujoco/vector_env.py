@@ -59,6 +59,28 @@ STATE_FIELDS = ("qpos", "qvel")
 FEW_RESETS_DOFS = 256
 
 
+class MujocoCompilerWarning(UserWarning):
+    """A warning MuJoCo printed while compiling an env's model (Gymnasium's HalfCheetah file: ``settotalmass``)."""
+
+
+@contextlib.contextmanager
+def mujoco_warnings_as_python_warnings() -> Iterator[None]:
+    """MuJoCo's warnings inside the block become Python warnings, each shown once and filterable.
+
+    MuJoCo's own handler prints every warning again for every env built and appends it to a
+    ``MUJOCO_LOG.TXT`` in the working folder; a training run builds several envs.
+    """
+    caught: list[str] = []
+    previous = mujoco.get_mju_user_warning()
+    mujoco.set_mju_user_warning(caught.append)
+    try:
+        yield
+    finally:
+        mujoco.set_mju_user_warning(previous)
+        for message in caught:
+            warnings.warn(f"MuJoCo: {message}", MujocoCompilerWarning, stacklevel=1)
+
+
 def batch_class() -> type[Any]:
     """``mujoco.batch.Batch``, or an ImportError naming the MuJoCo version it needs."""
     try:
@@ -143,7 +165,8 @@ class MujocoVectorEnv(VectorEnv):
                 f"render_mode={render_mode!r}: a batched env renders {', '.join(FRAME_MODES)} (one frame per copy); "
                 "for a window, wrap a render_mode='rgb_array' env in gymnasium.wrappers.vector.HumanRendering."
             )
-        self.template = env_class(render_mode=render_mode, **env_kwargs)
+        with mujoco_warnings_as_python_warnings():
+            self.template = env_class(render_mode=render_mode, **env_kwargs)
         self.autoreset_mode = AutoresetMode(autoreset_mode)
         self.metadata = {**self.template.metadata, "autoreset_mode": self.autoreset_mode}
         self.metadata["render_modes"] = [mode for mode in self.metadata["render_modes"] if mode in FRAME_MODES]

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import pathlib
 import sys
 
 import gymnasium as gym
+import mujoco
 import numpy as np
 import pytest
 from gymnasium.vector import AutoresetMode
 
 import roboppo_envs
 from roboppo_envs.mujoco import MujocoVectorEnv, RoboHopperVectorEnv
-from roboppo_envs.mujoco.vector_env import available_cpus
+from roboppo_envs.mujoco.vector_env import MujocoCompilerWarning, available_cpus
 from tests.conftest import ROBO_IDS
 
 
@@ -245,3 +247,13 @@ def test_close_releases_the_batch() -> None:
     envs.close()
     assert not hasattr(envs, "_batch")
     envs.close()  # twice is fine, as for Gymnasium's envs
+
+
+def test_mujoco_compiler_warnings_become_one_python_warning_and_no_log_file(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    with pytest.warns(MujocoCompilerWarning, match="settotalmass"):
+        gym.make_vec("roboppo/HalfCheetah-v5", num_envs=2).close()
+    assert mujoco.get_mju_user_warning() is None  # MuJoCo's own handler is back
+    assert not (tmp_path / "MUJOCO_LOG.TXT").exists()
