@@ -9,6 +9,24 @@ import numpy as np
 Info = dict[str, np.ndarray]  # per-term arrays, one row per copy
 
 
+def time_limit(max_episode_steps: int | None, registered: int | None, name: str) -> int | None:
+    """The steps after which an episode is truncated, by ``gym.make``'s rule; None: never.
+
+    ``None`` is the id's registered limit (``registered``), ``-1`` no limit; ``gym.make_vec`` passes a
+    caller's ``max_episode_steps`` through unchanged, so the same keyword means the same in both.
+    """
+    if max_episode_steps is None:
+        return registered
+    if max_episode_steps == -1:
+        return None
+    if max_episode_steps < 1:
+        raise ValueError(
+            f"{name}: max_episode_steps must be a positive number of steps, -1 (no limit) or None (the registered "
+            f"limit, {registered}); got {max_episode_steps}."
+        )
+    return max_episode_steps
+
+
 def reset_mask(options: dict[str, Any] | None, num_envs: int, name: str, first_reset: bool) -> np.ndarray | None:
     """``options["reset_mask"]``, checked as ``SyncVectorEnv`` checks it; None when absent (every copy resets).
 

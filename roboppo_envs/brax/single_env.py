@@ -23,7 +23,7 @@ class BraxEnv(gym.Env):
 
     def __init__(self, env_name: str, backend: str = "spring", render_mode: str | None = None, **kwargs: Any) -> None:
         self.vector_env = BraxVectorEnv(
-            env_name, 1, backend, max_episode_steps=None, render_mode=render_mode, autoreset_mode="SameStep", **kwargs
+            env_name, 1, backend, max_episode_steps=-1, render_mode=render_mode, autoreset_mode="SameStep", **kwargs
         )
         self.observation_space = self.vector_env.single_observation_space
         self.action_space = self.vector_env.single_action_space

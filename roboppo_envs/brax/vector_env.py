@@ -36,7 +36,7 @@ import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 
 from roboppo_envs.jax_cache import enable_compilation_cache
-from roboppo_envs.vector_api import expand, reset_mask, scattered, with_masks
+from roboppo_envs.vector_api import expand, reset_mask, scattered, time_limit, with_masks
 
 # MuJoCo's MJX prints "Failed to import warp: ..." and "Failed to import mujoco_warp: ..." when
 # Brax imports it without NVIDIA Warp, which only its GPU pipeline uses: those two lines are dropped.
@@ -100,7 +100,8 @@ class BraxVectorEnv(VectorEnv):
     :param num_envs: batch size.
     :param backend: physics pipeline: ``spring`` (fastest, the Brax notebook's), ``positional``,
         ``generalized`` or ``mjx``.
-    :param max_episode_steps: steps after which an episode is truncated (None: never).
+    :param max_episode_steps: steps after which an episode is truncated: None for the registered 1,000, -1
+        for none, as ``gym.make`` reads it.
     :param render_mode: ``"rgb_array"``: ``render()`` returns one frame per copy (MuJoCo's renderer).
     :param autoreset_mode: how finished copies reset, as Gymnasium's ``SyncVectorEnv`` (default
         ``NEXT_STEP``; ``SAME_STEP`` for roboppo's trainers; ``DISABLED``).
@@ -115,7 +116,7 @@ class BraxVectorEnv(VectorEnv):
         env_name: str,
         num_envs: int,
         backend: str = "spring",
-        max_episode_steps: int | None = 1000,
+        max_episode_steps: int | None = None,
         render_mode: str | None = None,
         env_id: str | None = None,
         autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
@@ -130,7 +131,7 @@ class BraxVectorEnv(VectorEnv):
         self.brax_env = make_brax_env(env_name, backend, **kwargs)
         self.name = env_id or f"brax:{env_name}"
         self.num_envs = num_envs
-        self.max_episode_steps = max_episode_steps
+        self.max_episode_steps = time_limit(max_episode_steps, 1000, self.name)
         self.render_mode = render_mode
         action_size, obs_size = self.brax_env.action_size, self.brax_env.observation_size
         self.action_size = action_size

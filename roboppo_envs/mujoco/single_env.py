@@ -5,6 +5,11 @@ thread, without its autoreset (``gym.make`` adds the ``TimeLimit``), and returns
 ``<Name>-v5`` returns, types included: float64 observations, NumPy scalar rewards and info terms
 (Python scalars where Gymnasium's env gives those). So ``gymnasium.utils.env_match.check_environments_match``
 holds between the two, and a model trained on the batch is evaluated on the same computation.
+
+Gymnasium's env's own attributes are there too (``env.unwrapped.data``, ``model``, ``dt``,
+``frame_skip``, ``init_qpos``, ``state_vector()``, ``set_state()``, the reward weights): ``data`` is
+the copy's ``MjData``, kept current after every step once it was read, and a state written into it
+(``data.qpos[:] = ...``) is the state the next step starts from, as in Gymnasium's env.
 """
 
 from __future__ import annotations
@@ -12,12 +17,14 @@ from __future__ import annotations
 from typing import Any
 
 import gymnasium as gym
+import mujoco
 import numpy as np
+from gymnasium.utils import EzPickle
 
-from roboppo_envs.mujoco.vector_env import MujocoVectorEnv
+from roboppo_envs.mujoco.vector_env import FRAME_MODES, MujocoVectorEnv
 
 
-class MujocoSuiteEnv(gym.Env):
+class MujocoSuiteEnv(gym.Env, EzPickle):
     """Gymnasium's ``<task>-v5``, computed by roboppo's batched task for one copy.
 
     :param task: the Gymnasium env, e.g. ``"Hopper"`` (a key of :data:`~roboppo_envs.mujoco.suite.SUITE`).
@@ -25,9 +32,12 @@ class MujocoSuiteEnv(gym.Env):
     :param env_kwargs: the keyword arguments of Gymnasium's env (``xml_file``, ``frame_skip``, reward weights, ...).
     """
 
+    metadata: dict[str, Any] = {"render_modes": list(FRAME_MODES)}
+
     def __init__(self, task: str, render_mode: str | None = None, **env_kwargs: Any) -> None:
+        EzPickle.__init__(self, task, render_mode, **env_kwargs)
         self.vector = MujocoVectorEnv(
-            1, task=task, num_threads=1, max_episode_steps=None, render_mode=render_mode, **env_kwargs
+            1, task=task, num_threads=1, max_episode_steps=-1, render_mode=render_mode, **env_kwargs
         )
         self.template = self.vector.template
         self.observation_space = self.vector.single_observation_space
@@ -35,17 +45,23 @@ class MujocoSuiteEnv(gym.Env):
         self.metadata = {**self.template.metadata, "render_modes": self.vector.metadata["render_modes"]}
         self.render_mode = render_mode
         self._python = self.vector.task.python_scalars
+        self._shared: np.ndarray | None = None  # the state last copied into ``data``, once a caller read it
+        self._ready = True
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[np.ndarray, dict[str, Any]]:
         super().reset(seed=seed)
-        obs, info = self.vector.reset(seed=[seed])
+        self.vector._rngs[0] = self.np_random  # initial states are drawn from env.unwrapped.np_random
+        obs, info = self.vector.reset()
+        self._pull()
         return obs[0], self._first(info)
 
     def step(self, action: Any) -> tuple[np.ndarray, Any, bool, bool, dict[str, Any]]:
         actions = self.vector._checked_actions(np.asarray(action)[None])
+        self._push()
         obs, reward, terminated, terms = self.vector._simulate(actions)
+        self._pull()
         value = self._python["reward"](reward[0]) if "reward" in self._python else reward[0]
         return obs[0].astype(self.observation_space.dtype), value, bool(terminated[0]), False, self._first(terms)
 
@@ -55,6 +71,62 @@ class MujocoSuiteEnv(gym.Env):
 
     def close(self) -> None:
         self.vector.close()
+
+    def __getattr__(self, name: str) -> Any:
+        """Gymnasium's env's attribute ``name`` as this copy has it; a method runs on the copy."""
+        if name.startswith("__") or "vector" not in self.__dict__:
+            raise AttributeError(name)
+        template = self.__dict__["template"]
+        if not hasattr(type(template), name) and name not in template.__dict__:
+            raise AttributeError(f"{type(self).__name__} ({type(template).__name__} batched) has no attribute {name!r}")
+        if name == "data":
+            if self._shared is None:
+                self._shared = np.empty(0)  # from now on every step keeps ``data`` current
+                self._pull()
+            return template.data
+        value = getattr(template, name)
+        if not callable(value) or not hasattr(value, "__self__"):
+            return value
+
+        def on_copy(*args: Any, **kwargs: Any) -> Any:
+            self._push()
+            with self.vector._as_copy(0):
+                result = getattr(template, name)(*args, **kwargs)
+            self._pull()
+            return result
+
+        return on_copy
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        """A setting of Gymnasium's env (``_ctrl_cost_weight``, ...) is set there and used from the next step."""
+        template = self.__dict__.get("template")
+        ours = name in self.__dict__ or hasattr(type(self), name) or name.startswith("_np_random")
+        if self.__dict__.get("_ready") and not ours and name in template.__dict__:
+            setattr(template, name, value)
+            self.vector.task = type(self.vector.task)(template)
+            return
+        super().__setattr__(name, value)
+
+    def _pull(self) -> None:
+        """Copy the copy's ``MjData`` into ``data`` (only once a caller read ``data``)."""
+        if self._shared is None:
+            return
+        with self.vector._as_copy(0):
+            pass
+        self._shared = self.vector._batch.state[0].copy()
+
+    def _push(self) -> None:
+        """Write a state a caller set in ``data`` since the last :meth:`_pull` back to the copy."""
+        if self._shared is None or self._shared.size == 0:
+            return
+        state = np.empty_like(self._shared)
+        mujoco.mj_getState(self.vector.model, self.template.data, state, mujoco.mjtState.mjSTATE_INTEGRATION)
+        if not np.array_equal(state, self._shared, equal_nan=True):
+            self.vector._batch.state[0] = state
+            # what the step's reward reads from before it (a body's position) is what ``data`` holds, stale
+            # until mj_forward as in Gymnasium's env; the step itself reads the state alone
+            data, fields = self.template.data, self.vector.task.before_fields
+            self.vector._restored_before = {name: getattr(data, name)[None].copy() for name in fields}
 
     def _first(self, terms: dict[str, Any]) -> dict[str, Any]:
         """Copy 0's terms, in the types Gymnasium's env returns."""

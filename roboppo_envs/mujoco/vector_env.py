@@ -32,6 +32,7 @@ from typing import Any, ClassVar
 import gymnasium as gym
 import mujoco
 import numpy as np
+from gymnasium.utils import EzPickle
 from gymnasium.utils.seeding import np_random
 from gymnasium.vector import AutoresetMode, VectorEnv
 
@@ -45,7 +46,7 @@ from roboppo_envs.mujoco.tasks import (
     MujocoTask,
     State,
 )
-from roboppo_envs.vector_api import expand, reset_mask, scattered, with_masks
+from roboppo_envs.vector_api import expand, reset_mask, scattered, time_limit, with_masks
 
 #: the render modes whose frames a vector env returns, one per copy
 FRAME_MODES = ("rgb_array", "depth_array", "rgbd_tuple")
@@ -123,7 +124,7 @@ def resolve_num_threads(num_threads: int | None, num_envs: int) -> int:
     return min(num_threads, num_envs)
 
 
-class MujocoVectorEnv(VectorEnv):
+class MujocoVectorEnv(VectorEnv, EzPickle):
     """``num_envs`` copies of a Gymnasium v5 MuJoCo env stepped as one batch.
 
     ``task`` names the Gymnasium env (``"Hopper"`` for ``Hopper-v5``, a key of
@@ -134,7 +135,8 @@ class MujocoVectorEnv(VectorEnv):
     :param task: the Gymnasium v5 env these copies are (observations of its dtype, float64).
     :param num_threads: threads stepping the copies, the calling one included (default: one per
         available core, at most ``num_envs``; more than the machine has is capped with a warning).
-    :param max_episode_steps: steps after which an episode is truncated (None: never).
+    :param max_episode_steps: steps after which an episode is truncated: None for the registered limit of
+        Gymnasium's ``<task>-v5`` (1,000 for the ``Robo*-v0`` ids), -1 for none, as ``gym.make`` reads it.
     :param render_mode: ``"rgb_array"``, ``"depth_array"`` or ``"rgbd_tuple"``: ``render()`` returns a tuple with
         one frame per copy, as ``SyncVectorEnv``. For a window, wrap an ``"rgb_array"`` env in
         ``gymnasium.wrappers.vector.HumanRendering``.
@@ -152,13 +154,17 @@ class MujocoVectorEnv(VectorEnv):
         num_envs: int,
         task: str | None = None,
         num_threads: int | None = None,
-        max_episode_steps: int | None = 1000,
+        max_episode_steps: int | None = None,
         render_mode: str | None = None,
         autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
         **env_kwargs: Any,
     ) -> None:
         if num_envs < 1:
             raise ValueError(f"num_envs must be at least 1, got {num_envs}.")
+        # a pickle or deepcopy is a new batch built with these arguments, as for Gymnasium's MuJoCo envs
+        EzPickle.__init__(
+            self, num_envs, task, num_threads, max_episode_steps, render_mode, autoreset_mode, **env_kwargs
+        )
         env_class, task_class = self._classes(task)
         if render_mode is not None and render_mode not in FRAME_MODES:
             raise ValueError(
@@ -174,7 +180,9 @@ class MujocoVectorEnv(VectorEnv):
         self.frame_skip: int = self.template.frame_skip
         self.task = task_class(self.template)
         self.name = type(self).__name__ if task is None else f"roboppo/{task}-v5"
-        self.num_envs, self.max_episode_steps, self.render_mode = num_envs, max_episode_steps, render_mode
+        registered = gym.spec(f"{task}-v5").max_episode_steps if task is not None else 1000
+        self.max_episode_steps = time_limit(max_episode_steps, registered, self.name)
+        self.num_envs, self.render_mode = num_envs, render_mode
         self.num_threads = resolve_num_threads(num_threads, num_envs)
         self.single_observation_space = self.template.observation_space
         self.single_action_space = self.template.action_space
@@ -223,14 +231,20 @@ class MujocoVectorEnv(VectorEnv):
     # -- Gymnasium VectorEnv API ----------------------------------------------------------------
 
     def reset(
-        self, *, seed: int | list[int | None] | None = None, options: dict[str, Any] | None = None
+        self,
+        *,
+        seed: int | list[int | None] | tuple[int | None, ...] | None = None,
+        options: dict[str, Any] | None = None,
     ) -> tuple[np.ndarray, dict[str, Any]]:
         """Reset every copy; copy ``i`` is seeded with ``seed + i`` (or ``seed[i]`` from a list).
 
         As in Gymnasium, a copy reset without a seed continues its generator, so every reset after a
         seeded one is reproducible; only a copy that was never seeded draws from OS entropy.
         """
-        seeds = seed if isinstance(seed, list) else [None if seed is None else seed + i for i in range(self.num_envs)]
+        if isinstance(seed, list | tuple):
+            seeds = list(seed)
+        else:
+            seeds = [None if seed is None else seed + i for i in range(self.num_envs)]
         if len(seeds) != self.num_envs:
             raise ValueError(f"{self.name}: reset(seed=list) needs {self.num_envs} seeds, got {len(seeds)}.")
         mask = reset_mask(options, self.num_envs, self.name, self._needs_reset)
@@ -344,11 +358,14 @@ class MujocoVectorEnv(VectorEnv):
         for index in range(self.num_envs):
             with self._as_copy(index):
                 value = getattr(self.template, name)
-                results.append(value(*args, **kwargs) if callable(value) else value)
+                value = value(*args, **kwargs) if callable(value) else value
+                # the template's MjData holds each copy in turn: each copy's is a copy of it
+                results.append(copy.copy(value) if value is self.template.data else value)
         return tuple(results)
 
     def get_attr(self, name: str) -> tuple[Any, ...]:
-        """``name`` of each copy (:meth:`call` without arguments)."""
+        """``name`` of each copy (:meth:`call` without arguments); ``data`` gives a copy of each copy's ``MjData``
+        (to change a copy's state: ``call("set_state", qpos, qvel)`` on every copy, or a masked reset)."""
         return self.call(name)
 
     def set_attr(self, name: str, values: list[Any] | tuple[Any, ...] | Any) -> None:
@@ -496,11 +513,13 @@ class MujocoVectorEnv(VectorEnv):
 
     def _checked_actions(self, actions: np.ndarray) -> np.ndarray:
         expected = (self.num_envs, self.model.nu)
-        if actions.shape != expected or actions.dtype.kind != "f":
+        if actions.shape != expected or actions.dtype.kind not in "fiu":
             raise ValueError(
-                f"{self.name}: actions must be a float array of shape {expected} (num_envs, action_dim), "
+                f"{self.name}: actions must be a numeric array of shape {expected} (num_envs, action_dim), "
                 f"got {actions.dtype} {actions.shape}."
             )
+        if actions.dtype.kind != "f":  # integers, as Gymnasium's env takes them: its ctrl and costs are float64
+            actions = actions.astype(np.float64)
         if not np.isfinite(actions).all():
             rows = np.flatnonzero(~np.isfinite(actions).all(axis=1)).tolist()
             raise ValueError(f"{self.name}: actions contain NaN or inf (copies {rows}); check the policy's output.")
@@ -548,6 +567,9 @@ def single_spec(spec: gym.envs.registration.EnvSpec) -> gym.envs.registration.En
     vector_only = {"num_envs", "num_threads", "autoreset_mode", "vectorization_mode", "max_episode_steps"}
     single = copy.deepcopy(gym.spec(spec.id))
     single.kwargs = {**single.kwargs, **{k: v for k, v in spec.kwargs.items() if k not in vector_only}}
+    limit = spec.kwargs.get("max_episode_steps")
+    if limit is not None:  # gym.make(id, max_episode_steps=limit): its TimeLimit's (none for -1)
+        single.max_episode_steps = None if limit == -1 else limit
     return single
 
 

@@ -8,11 +8,14 @@ seeds and actions; observations, rewards, terminations, truncations, info terms 
 
 from __future__ import annotations
 
+import copy
 import pathlib
+import pickle
 from typing import Any
 
 import gymnasium as gym
 import gymnasium.envs.mujoco
+import mujoco
 import numpy as np
 import pytest
 from gymnasium.utils.env_match import check_environments_match
@@ -233,3 +236,94 @@ def test_an_unknown_task_names_the_suite() -> None:
 
     with pytest.raises(ValueError, match=r"unknown MuJoCo task 'Cheetah'; the v5 suite has Ant, HalfCheetah, Hopper"):
         MujocoVectorEnv(2, task="Cheetah")
+
+
+@pytest.mark.parametrize(("limit", "expected"), [(None, 50), (-1, None), (20, 20)])
+def test_make_vec_reads_max_episode_steps_as_gym_make_does(limit: int | None, expected: int | None) -> None:
+    """None: the registered limit (Reacher's 50); -1: none; the sub-env spec says the same."""
+    ours = gym.make_vec("roboppo/Reacher-v5", num_envs=2, max_episode_steps=limit)
+    theirs = gym.make_vec("Reacher-v5", num_envs=2, vectorization_mode="sync", max_episode_steps=limit)
+    ours.reset(seed=0)
+    theirs.reset(seed=0)
+    first_truncation = {}
+    for envs in (ours, theirs):
+        for step in range(1, 61):
+            if envs.step(np.zeros((2, 2)))[3].any():
+                first_truncation[envs] = step
+                break
+    assert first_truncation.get(ours) == first_truncation.get(theirs) == expected
+    assert ours.get_attr("spec")[0].max_episode_steps == theirs.get_attr("spec")[0].max_episode_steps == expected
+    with pytest.raises(ValueError, match="max_episode_steps must be a positive number of steps, -1"):
+        gym.make_vec("roboppo/Reacher-v5", num_envs=2, max_episode_steps=0)
+
+
+@pytest.mark.parametrize(("name", "forward"), [("Ant", False), ("Ant", True), ("Hopper", False), ("Humanoid", True)])
+def test_single_env_data_and_methods_are_gymnasiums(name: str, forward: bool) -> None:
+    """``unwrapped.data``, ``model``, ``dt``, ``state_vector()``, ``set_state()`` and reward settings, as
+    Gymnasium's env has them; a state written into ``data`` (with or without ``mj_forward``) is where the
+    next step starts, and a reward weight set on the env is used from the next step."""
+    ours, theirs = gym.make(f"roboppo/{name}-v5"), gym.make(f"{name}-v5")
+    rng = np.random.default_rng(1)
+    for env in (ours, theirs):
+        env.reset(seed=4)
+    assert ours.unwrapped.dt == theirs.unwrapped.dt and ours.unwrapped.frame_skip == theirs.unwrapped.frame_skip
+    assert ours.get_wrapper_attr("dt") == theirs.get_wrapper_attr("dt")
+    np.testing.assert_array_equal(ours.unwrapped.init_qpos, theirs.unwrapped.init_qpos)
+    data = ours.unwrapped.data  # held across steps, as scripts do
+
+    def step_both(steps: int) -> None:
+        for _ in range(steps):
+            action = rng.uniform(-0.4, 0.4, ours.action_space.shape)
+            mine, their = ours.step(action), theirs.step(action)
+            np.testing.assert_array_equal(mine[0], their[0])
+            assert mine[1:4] == their[1:4]
+        np.testing.assert_array_equal(data.xpos, theirs.unwrapped.data.xpos)
+        np.testing.assert_array_equal(ours.unwrapped.state_vector(), theirs.unwrapped.state_vector())
+
+    step_both(5)
+    for env_data, model in ((data, ours.unwrapped.model), (theirs.unwrapped.data, theirs.unwrapped.model)):
+        env_data.qpos[0] += 0.2
+        env_data.qvel[:] = 0.5
+        if forward:
+            mujoco.mj_forward(model, env_data)
+    step_both(5)
+    qpos, qvel = theirs.unwrapped.init_qpos + 0.01, theirs.unwrapped.init_qvel
+    for env in (ours, theirs):
+        env.unwrapped.set_state(qpos, qvel)
+        env.unwrapped._ctrl_cost_weight = 2.5
+    step_both(5)
+
+
+def test_single_env_np_random_is_the_generator_its_resets_draw_from() -> None:
+    ours, theirs = gym.make("roboppo/Walker2d-v5"), gym.make("Walker2d-v5")
+    for env in (ours, theirs):
+        env.reset(seed=7)
+    assert ours.unwrapped.np_random.random() == theirs.unwrapped.np_random.random()
+    for env in (ours, theirs):
+        env.unwrapped.np_random = np.random.default_rng(123)
+    np.testing.assert_array_equal(ours.reset()[0], theirs.reset()[0])
+
+
+def test_batch_get_attr_data_gives_each_copys_state() -> None:
+    ours = gym.make_vec("roboppo/Hopper-v5", num_envs=3)
+    theirs = gym.make_vec("Hopper-v5", num_envs=3, vectorization_mode="sync")
+    for envs in (ours, theirs):
+        envs.reset(seed=2)
+        envs.step(np.full((3, 3), 0.3))
+    for mine, their in zip(ours.get_attr("data"), theirs.get_attr("data"), strict=True):
+        np.testing.assert_array_equal(mine.qpos, their.qpos)
+        np.testing.assert_array_equal(mine.xpos, their.xpos)
+
+
+def test_integer_actions_tuple_seeds_and_copies_behave_as_gymnasiums() -> None:
+    ours = gym.make_vec("roboppo/Hopper-v5", num_envs=2)
+    theirs = gym.make_vec("Hopper-v5", num_envs=2, vectorization_mode="sync")
+    np.testing.assert_array_equal(ours.reset(seed=(3, 9))[0], theirs.reset(seed=(3, 9))[0])
+    integers = np.ones((2, 3), dtype=np.int64)
+    np.testing.assert_array_equal(ours.step(integers)[1], theirs.step(integers)[1])
+    single, twin = gym.make("roboppo/Hopper-v5", frame_skip=2), gym.make("Hopper-v5", frame_skip=2)
+    for copied in (copy.deepcopy(single), pickle.loads(pickle.dumps(single))):  # a new env built alike
+        assert copied.unwrapped.frame_skip == 2
+        np.testing.assert_array_equal(copied.reset(seed=1)[0], twin.reset(seed=1)[0])
+        assert copied.step([0, 1, 0])[1] == twin.step([0, 1, 0])[1]
+    assert copy.deepcopy(ours).reset(seed=0)[0].shape == (2, 11)
