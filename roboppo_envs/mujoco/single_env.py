@@ -103,7 +103,7 @@ class MujocoSuiteEnv(gym.Env, EzPickle):
         ours = name in self.__dict__ or hasattr(type(self), name) or name.startswith("_np_random")
         if self.__dict__.get("_ready") and not ours and name in template.__dict__:
             setattr(template, name, value)
-            self.vector.task = type(self.vector.task)(template)
+            self.vector._reread_template()
             return
         super().__setattr__(name, value)
 

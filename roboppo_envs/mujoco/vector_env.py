@@ -387,7 +387,12 @@ class MujocoVectorEnv(VectorEnv, EzPickle):
                 "value for all of them; for per-copy physics edit envs.model (shared) or build separate envs."
             )
         setattr(self.template, name, values[0])
+        self._reread_template()
+
+    def _reread_template(self) -> None:
+        """Take up a changed setting of the template: the task's weights and ranges, the frame skip."""
         self.task = type(self.task)(self.template)
+        self.frame_skip = self.template.frame_skip
 
     @contextlib.contextmanager
     def _as_copy(self, index: int) -> Iterator[None]:

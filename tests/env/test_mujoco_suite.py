@@ -261,7 +261,7 @@ def test_make_vec_reads_max_episode_steps_as_gym_make_does(limit: int | None, ex
 def test_single_env_data_and_methods_are_gymnasiums(name: str, forward: bool) -> None:
     """``unwrapped.data``, ``model``, ``dt``, ``state_vector()``, ``set_state()`` and reward settings, as
     Gymnasium's env has them; a state written into ``data`` (with or without ``mj_forward``) is where the
-    next step starts, and a reward weight set on the env is used from the next step."""
+    next step starts, and a reward weight or frame skip set on the env is used from the next step."""
     ours, theirs = gym.make(f"roboppo/{name}-v5"), gym.make(f"{name}-v5")
     rng = np.random.default_rng(1)
     for env in (ours, theirs):
@@ -291,6 +291,7 @@ def test_single_env_data_and_methods_are_gymnasiums(name: str, forward: bool) ->
     for env in (ours, theirs):
         env.unwrapped.set_state(qpos, qvel)
         env.unwrapped._ctrl_cost_weight = 2.5
+        env.unwrapped.frame_skip = 2
     step_both(5)
 
 

@@ -189,6 +189,7 @@ def test_get_attr_set_attr_and_call_reach_each_copy_as_on_sync() -> None:
     qpos, qvel = np.full(6, 0.1) + np.array([0, 1.25, 0, 0, 0, 0]), np.zeros(6)
     ours.call("set_state", qpos, qvel), theirs.call("set_state", qpos, qvel)  # writes every copy's physics
     ours.set_attr("_healthy_reward", 3.0), theirs.set_attr("_healthy_reward", 3.0)  # the reward reads it next step
+    ours.set_attr("frame_skip", 2), theirs.set_attr("frame_skip", 2)  # and the physics steps twice, not four times
     ours.set_attr("np_random", [np.random.default_rng(i) for i in range(N)])
     theirs.set_attr("np_random", [np.random.default_rng(i) for i in range(N)])
     step = np.full((N, 3), 0.2, np.float32)
