@@ -19,7 +19,7 @@ evaluation first reaches ``--target`` or after ``--max-steps``. Reported per run
 training seconds to the target (evaluations not counted), the best evaluation, and the wall time of
 the whole process (imports, start-up and evaluations included).
 
-    python bench/time_to_target.py --seeds 2 --jobs 2 --max-steps 300000 --out bench/results/time_to_target.md
+    python bench/time_to_target.py --seeds 2 --jobs 2 --max-steps 1000000 --out bench/results/time_to_target.md
 
 roboppo's runs go first, one at a time (its env uses both cores); the peers, single-threaded with one
 env each, run ``--jobs`` at a time. SBX and torchrl are optional (``pip install 'roboppo[bench]'``).
