@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import inspect
 import io
 import json
@@ -18,6 +19,7 @@ from stable_baselines3 import PPO as SB3PPO
 from stable_baselines3.common.buffers import RolloutBuffer
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.policies import BasePolicy
+from stable_baselines3.common.save_util import json_to_data
 from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback
 from stable_baselines3.common.utils import check_for_correct_spaces, explained_variance, obs_as_tensor
 from stable_baselines3.common.vec_env import VecEnv
@@ -143,9 +145,11 @@ class PPO(SB3PPO):
                 env, n_envs=1 if n_envs is None else n_envs, seed=given.get("seed"), env_kwargs=env_kwargs
             )
         space = getattr(given.get("env"), "observation_space", None)
-        # a Dict of vectors is flattened (_wrap_env): roboppo's policy then reads it, as it reads the flat twin
-        self.dict_observation_space = space if flattenable(space) else None
-        if self.dict_observation_space is not None and given.get("policy") == "MultiInputPolicy":
+        # a Dict of vectors is flattened (_wrap_env) for roboppo's policy, which then reads it as it reads the
+        # flat twin; SB3's policies (a class given, or a features extractor of the user's) read the Dict
+        flatten = flattenable(space) and self._reads_flat_dicts(policy, given.get("policy_kwargs"))
+        self.dict_observation_space = space if flatten else None
+        if flatten and policy == "MultiInputPolicy":
             given["policy"] = "MlpPolicy"
         self._settings = {name: _yaml_value(value) for name, value in (given | settings).items() if name in _SETTINGS}
         self.paths_run: dict[str, list[str]] = {"sampler": [], "update": []}
@@ -154,7 +158,8 @@ class PPO(SB3PPO):
         # ones kept for the next rollout (while at rest): see trained_pair
         self._trained_statistics: list[dict[str, th.Tensor]] | None = None
         self._next_statistics: list[dict[str, th.Tensor]] | None = None
-        super().__init__(**(given | settings))
+        with _flattening(flatten):
+            super().__init__(**(given | settings))
         if entry is not None and self.verbose >= 1:
             print(describe(entry.source, self.hyperparams, replaced))
 
@@ -162,7 +167,15 @@ class PPO(SB3PPO):
     def _wrap_env(env: GymEnv, verbose: int = 0, monitor_wrapper: bool = True) -> VecEnv:
         """SB3's wrapping, then a ``Dict`` of vector observations flattened (:class:`FlattenDictVecEnv`)."""
         venv = SB3PPO._wrap_env(env, verbose, monitor_wrapper)
-        return FlattenDictVecEnv(venv) if flattenable(venv.observation_space) else venv
+        return FlattenDictVecEnv(venv) if _FLATTEN_DICTS.get() and flattenable(venv.observation_space) else venv
+
+    def _reads_flat_dicts(self, policy: str | type[BasePolicy], policy_kwargs: dict[str, Any] | None) -> bool:
+        """Whether ``policy`` is roboppo's, which reads a Dict of vectors flattened (``MultiInputPolicy`` is,
+        unless a features extractor is given: that one reads the Dict, as in SB3)."""
+        if policy == "MultiInputPolicy":
+            extractor = {"features_extractor_class", "features_extractor_kwargs"} & set(policy_kwargs or {})
+            return not extractor
+        return self._is_roboppo_policy(policy)
 
     def predict(
         self,
@@ -273,6 +286,10 @@ class PPO(SB3PPO):
     def set_env(self, env: GymEnv, force_reset: bool = True) -> None:
         """SB3's ``set_env``; an env with another number of copies is accepted (the rollout buffer follows it,
         and the env is reset whatever ``force_reset`` says, since the last observations no longer fit)."""
+        with _flattening(getattr(self, "dict_observation_space", None) is not None):
+            self._set_env(env, force_reset)
+
+    def _set_env(self, env: GymEnv, force_reset: bool) -> None:
         venv = self._wrap_env(env, self.verbose)
         check_for_correct_spaces(venv, self.observation_space, self.action_space)
         if venv.num_envs != self.n_envs:
@@ -387,12 +404,12 @@ class PPO(SB3PPO):
 
         roboppo's policy on its pre-tanh path trains through :mod:`~roboppo.ppo.jax_train` or
         :mod:`~roboppo.ppo.torch_train` (see ``train_backend``); any other policy through SB3's ``train``.
-        With a learning rate of 0 (an entry's decaying schedule past its budget) nothing changes: no
-        gradient step could move the weights, so the statistics stay the ones they were trained with.
+        With roboppo's policy and a learning rate of 0 (an entry's decaying schedule past its budget)
+        nothing changes: no gradient step could move the weights, so the statistics stay the ones they
+        were trained with. Any other policy trains as SB3 trains it, at whatever rate.
         """
-        if self.lr_schedule(self._current_progress_remaining) == 0.0 and not isinstance(
-            self.learning_rate, KLAdaptiveLR
-        ):
+        frozen = self.lr_schedule(self._current_progress_remaining) == 0.0
+        if frozen and isinstance(self.policy, TanhGaussianPolicy) and not isinstance(self.learning_rate, KLAdaptiveLR):
             self.logger.record("train/learning_rate", 0.0)
             return
         backend = getattr(self, "train_backend", "auto")  # models saved before the option train as "auto"
@@ -541,7 +558,36 @@ class PPO(SB3PPO):
             path = _resolve_model_path(path)
             _check_model_zip(path)
         custom_objects = {**_retired_objects(path), **(custom_objects or {})}
-        return super().load(path, env, device, custom_objects, print_system_info, force_reset, **kwargs)
+        # a model whose policy read a Dict env flattened saved the flat space; one of SB3's policies, the Dict
+        flatten = env is None or not isinstance(_saved_observation_space(path), spaces.Dict)
+        with _flattening(flatten):
+            return super().load(path, env, device, custom_objects, print_system_info, force_reset, **kwargs)
+
+
+#: whether _wrap_env flattens a Dict of vectors: for roboppo's policy (the default), not for SB3's
+_FLATTEN_DICTS: contextvars.ContextVar[bool] = contextvars.ContextVar("roboppo_flatten_dicts", default=True)
+
+
+@contextlib.contextmanager
+def _flattening(flatten: bool) -> Iterator[None]:
+    token = _FLATTEN_DICTS.set(flatten)
+    try:
+        yield
+    finally:
+        _FLATTEN_DICTS.reset(token)
+
+
+def _saved_observation_space(path: pathlib.Path | io.BufferedIOBase) -> Any:
+    """The observation space a model zip was saved with (nothing else of it deserialized)."""
+    position = path.tell() if isinstance(path, io.IOBase) else None
+    try:
+        with zipfile.ZipFile(path) as archive:
+            text = archive.read("data").decode()
+    finally:
+        if position is not None:
+            path.seek(position)  # type: ignore[union-attr]
+    skipped = {key: None for key in json.loads(text) if key != "observation_space"}
+    return json_to_data(text, skipped).get("observation_space")
 
 
 def _resolve_model_path(path: str | pathlib.Path) -> pathlib.Path:

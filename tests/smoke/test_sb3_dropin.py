@@ -10,6 +10,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 import pytest
+import stable_baselines3
 import torch as th
 from stable_baselines3.common.buffers import RolloutBuffer
 from stable_baselines3.common.callbacks import BaseCallback, StopTrainingOnMaxEpisodes
@@ -22,7 +23,8 @@ from stable_baselines3.common.envs import (
     SimpleMultiObsEnv,
 )
 from stable_baselines3.common.evaluation import evaluate_policy
-from stable_baselines3.common.policies import ActorCriticCnnPolicy, MultiInputActorCriticPolicy
+from stable_baselines3.common.policies import ActorCriticCnnPolicy, ActorCriticPolicy, MultiInputActorCriticPolicy
+from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv, VecEnvWrapper, VecNormalize
 
 from roboppo import PPO, TanhGaussianPolicy
@@ -374,3 +376,53 @@ def test_a_dict_env_and_its_flattened_twin_train_to_the_same_weights(tmp_path: p
     np.testing.assert_array_equal(
         loaded.predict(obs, deterministic=True)[0], dict_model.predict(obs, deterministic=True)[0]
     )
+
+
+class GoalOnly(BaseFeaturesExtractor):
+    """A user's extractor for Dict observations: reads one key."""
+
+    def __init__(self, observation_space: gym.spaces.Dict) -> None:
+        super().__init__(observation_space, features_dim=3)
+
+    def forward(self, observations: dict[str, th.Tensor]) -> th.Tensor:
+        return observations["goal"]
+
+
+def test_sb3_dict_policies_read_the_dict_as_in_sb3(tmp_path: pathlib.Path) -> None:
+    """Only roboppo's policy reads a Dict of vectors flattened: a policy class, a features extractor of the
+    user's (or CombinedExtractor's keywords) get the Dict, and SB3's Dict models load with a Dict env."""
+    env = gym.wrappers.TimeLimit(VectorDictEnv(), 20)
+    tiny = {"n_steps": 32, "batch_size": 32, "n_epochs": 1, "seed": 0}
+    for model in (
+        PPO("MultiInputPolicy", env, policy_kwargs={"features_extractor_class": GoalOnly}, **tiny),
+        PPO(MultiInputActorCriticPolicy, env, **tiny),
+        PPO("MultiInputPolicy", env, policy_kwargs={"features_extractor_kwargs": {"cnn_output_dim": 64}}, **tiny),
+    ):
+        assert isinstance(model.policy, MultiInputActorCriticPolicy)
+        assert model.observation_space == env.observation_space and model.dict_observation_space is None
+        model.learn(64)
+        assert model.num_timesteps == 64 and model.policy.predict(env.observation_space.sample())[0].shape == (1,)
+    sb3_model = stable_baselines3.PPO("MultiInputPolicy", env, **tiny)
+    sb3_model.save(tmp_path / "sb3.zip")
+    loaded = PPO.load(tmp_path / "sb3.zip", env=gym.wrappers.TimeLimit(VectorDictEnv(), 20))
+    assert isinstance(loaded.get_env().observation_space, gym.spaces.Dict)
+    loaded.set_env(gym.wrappers.TimeLimit(VectorDictEnv(), 20))
+    loaded.learn(32)
+    flat = PPO("MultiInputPolicy", env, **tiny)  # roboppo's policy: the env is flattened, on load too
+    flat.save(tmp_path / "flat.zip")
+    with open(tmp_path / "flat.zip", "rb") as file:
+        reloaded = PPO.load(file, env=gym.wrappers.TimeLimit(VectorDictEnv(), 20))
+    assert isinstance(reloaded.get_env().observation_space, gym.spaces.Box)
+
+
+def test_a_learning_rate_of_zero_trains_sb3_policies_as_sb3_does() -> None:
+    """Only roboppo's policy is held still at a rate of 0 (its statistics would drift); SB3's policies run
+    their epochs, count their updates and log their losses."""
+    model = PPO(ActorCriticPolicy, "CartPole-v1", n_steps=32, batch_size=32, n_epochs=2, learning_rate=0.0, seed=0)
+    model.learn(64)
+    assert model._n_updates == 4 and "train/policy_gradient_loss" in model.logger.name_to_value
+    ours = PPO("MlpPolicy", "Pendulum-v1", n_steps=32, batch_size=32, n_epochs=2, learning_rate=0.0, seed=0)
+    before = {key: value.clone() for key, value in ours.policy.state_dict().items()}
+    ours.learn(64)
+    assert ours._n_updates == 0
+    assert all(th.equal(value, ours.policy.state_dict()[key]) for key, value in before.items())
