@@ -66,7 +66,9 @@ class MujocoSuiteEnv(gym.Env, EzPickle):
         return obs[0].astype(self.observation_space.dtype), value, bool(terminated[0]), False, self._first(terms)
 
     def render(self) -> Any:
+        self._push()  # the frame shows a state written into ``data``, and the next step starts from it
         frames = self.vector.render()
+        self._pull()
         return None if frames is None else frames[0]
 
     def close(self) -> None:

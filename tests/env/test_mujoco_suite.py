@@ -328,3 +328,17 @@ def test_integer_actions_tuple_seeds_and_copies_behave_as_gymnasiums() -> None:
         np.testing.assert_array_equal(copied.reset(seed=1)[0], twin.reset(seed=1)[0])
         assert copied.step([0, 1, 0])[1] == twin.step([0, 1, 0])[1]
     assert copy.deepcopy(ours).reset(seed=0)[0].shape == (2, 11)
+
+
+def test_single_env_renders_a_state_written_into_data_and_steps_from_it() -> None:
+    ours, theirs = (
+        gym.make("roboppo/Hopper-v5", render_mode="rgb_array"),
+        gym.make("Hopper-v5", render_mode="rgb_array"),
+    )
+    for env in (ours, theirs):
+        env.reset(seed=1)
+        env.unwrapped.data.qpos[1] += 0.3
+    np.testing.assert_array_equal(ours.render(), theirs.render())
+    mine, their = ours.step(np.full(3, 0.1)), theirs.step(np.full(3, 0.1))
+    np.testing.assert_array_equal(mine[0], their[0])
+    assert mine[1] == their[1]
