@@ -82,20 +82,16 @@ class MujocoSuiteEnv(gym.Env, EzPickle):
         if not hasattr(type(template), name) and name not in template.__dict__:
             raise AttributeError(f"{type(self).__name__} ({type(template).__name__} batched) has no attribute {name!r}")
         if name == "data":
-            if self._shared is None:
-                self._shared = np.empty(0)  # from now on every step keeps ``data`` current
-                self._pull()
+            self._share()
             return template.data
         value = getattr(template, name)
         if not callable(value) or not hasattr(value, "__self__"):
             return value
 
         def on_copy(*args: Any, **kwargs: Any) -> Any:
-            self._push()
-            with self.vector._as_copy(0):
-                result = getattr(template, name)(*args, **kwargs)
-            self._pull()
-            return result
+            self._share()  # the method works on ``data`` as Gymnasium's does; the next step starts from it
+            template._np_random = self.vector._rngs[0] = self.np_random
+            return getattr(template, name)(*args, **kwargs)
 
         return on_copy
 
@@ -109,8 +105,15 @@ class MujocoSuiteEnv(gym.Env, EzPickle):
             return
         super().__setattr__(name, value)
 
+    def _share(self) -> None:
+        """From now on ``data`` is the copy's ``MjData`` as callers see it: refreshed after every step, read
+        before the next (a caller's state, and the positions their ``mj_forward`` computed, or did not)."""
+        if self._shared is None:
+            self._shared = np.empty(0)
+            self._pull()
+
     def _pull(self) -> None:
-        """Copy the copy's ``MjData`` into ``data`` (only once a caller read ``data``)."""
+        """Copy the copy's ``MjData`` into ``data`` (once callers share it)."""
         if self._shared is None:
             return
         with self.vector._as_copy(0):
@@ -118,17 +121,17 @@ class MujocoSuiteEnv(gym.Env, EzPickle):
         self._shared = self.vector._batch.state[0].copy()
 
     def _push(self) -> None:
-        """Write a state a caller set in ``data`` since the last :meth:`_pull` back to the copy."""
+        """Start the next step from ``data``: its state, if a caller changed it since :meth:`_pull`, and the
+        positions the reward reads from before the step (stale until ``mj_forward``, as in Gymnasium's env)."""
         if self._shared is None or self._shared.size == 0:
             return
+        data = self.template.data
         state = np.empty_like(self._shared)
-        mujoco.mj_getState(self.vector.model, self.template.data, state, mujoco.mjtState.mjSTATE_INTEGRATION)
+        mujoco.mj_getState(self.vector.model, data, state, mujoco.mjtState.mjSTATE_INTEGRATION)
         if not np.array_equal(state, self._shared, equal_nan=True):
             self.vector._batch.state[0] = state
-            # what the step's reward reads from before it (a body's position) is what ``data`` holds, stale
-            # until mj_forward as in Gymnasium's env; the step itself reads the state alone
-            data, fields = self.template.data, self.vector.task.before_fields
-            self.vector._restored_before = {name: getattr(data, name)[None].copy() for name in fields}
+        fields = self.vector.task.before_fields
+        self.vector._restored_before = {name: getattr(data, name)[None].copy() for name in fields}
 
     def _first(self, terms: dict[str, Any]) -> dict[str, Any]:
         """Copy 0's terms, in the types Gymnasium's env returns."""

@@ -342,3 +342,46 @@ def test_single_env_renders_a_state_written_into_data_and_steps_from_it() -> Non
     mine, their = ours.step(np.full(3, 0.1)), theirs.step(np.full(3, 0.1))
     np.testing.assert_array_equal(mine[0], their[0])
     assert mine[1] == their[1]
+
+
+def _write_then_set_state(env: gym.Env, nu: int) -> Any:
+    env.unwrapped.data.qvel[0] += 1.0
+    env.unwrapped.set_state(env.unwrapped.init_qpos, env.unwrapped.init_qvel)
+    return env.step(np.zeros(nu))[1]
+
+
+def _forward_between_steps(env: gym.Env, nu: int) -> Any:
+    env.step(np.zeros(nu))
+    mujoco.mj_forward(env.unwrapped.model, env.unwrapped.data)
+    return env.step(np.zeros(nu))[1]
+
+
+def _forward_then_method(env: gym.Env, nu: int) -> Any:
+    env.unwrapped.data.qpos[1] += 0.3
+    mujoco.mj_forward(env.unwrapped.model, env.unwrapped.data)
+    return float(env.unwrapped.get_body_com(env.unwrapped.model.body(1).name)[2]), env.step(np.zeros(nu))[1]
+
+
+def _do_simulation(env: gym.Env, nu: int) -> Any:
+    env.unwrapped.do_simulation(np.ones(nu), 2)
+    return env.unwrapped.data.xpos.copy().tolist(), env.step(np.zeros(nu))[1]
+
+
+def _reassigned_generator(env: gym.Env, nu: int) -> Any:
+    env.unwrapped.np_random = np.random.default_rng(5)
+    return env.unwrapped.reset_model().tolist()
+
+
+@pytest.mark.parametrize("name", ["Hopper", "Ant"])
+@pytest.mark.parametrize(
+    "script",
+    [_write_then_set_state, _forward_between_steps, _forward_then_method, _do_simulation, _reassigned_generator],
+)
+def test_single_env_methods_and_data_interleave_as_in_gymnasium(name: str, script: Any) -> None:
+    """Gymnasium's methods run on ``data`` as the caller left it (their ``mj_forward`` or not), and the next
+    step reads its state and its pre-step positions from there."""
+    results = []
+    for env in (gym.make(f"roboppo/{name}-v5"), gym.make(f"{name}-v5")):
+        env.reset(seed=0)
+        results.append(script(env, env.action_space.shape[0]))
+    assert results[0] == results[1]
