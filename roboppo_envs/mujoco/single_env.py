@@ -14,6 +14,7 @@ the copy's ``MjData``, kept current after every step once it was read, and a sta
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import gymnasium as gym
@@ -91,7 +92,9 @@ class MujocoSuiteEnv(gym.Env, EzPickle):
         def on_copy(*args: Any, **kwargs: Any) -> Any:
             self._share()  # the method works on ``data`` as Gymnasium's does; the next step starts from it
             template._np_random = self.vector._rngs[0] = self.np_random
-            return getattr(template, name)(*args, **kwargs)
+            result = getattr(template, name)(*args, **kwargs)
+            self.vector._attrs[0] = self.vector._read_attrs()  # reset_model leaves Reacher's goal, ...
+            return result
 
         return on_copy
 
@@ -100,8 +103,7 @@ class MujocoSuiteEnv(gym.Env, EzPickle):
         template = self.__dict__.get("template")
         ours = name in self.__dict__ or hasattr(type(self), name) or name.startswith("_np_random")
         if self.__dict__.get("_ready") and not ours and name in template.__dict__:
-            setattr(template, name, value)
-            self.vector._reread_template()
+            self.vector._set_template_attr(name, value)
             return
         super().__setattr__(name, value)
 
@@ -131,7 +133,8 @@ class MujocoSuiteEnv(gym.Env, EzPickle):
         if not np.array_equal(state, self._shared, equal_nan=True):
             self.vector._batch.state[0] = state
         fields = self.vector.task.before_fields
-        self.vector._restored_before = {name: getattr(data, name)[None].copy() for name in fields}
+        self.vector._before_rows[0] = {name: getattr(data, name).copy() for name in fields}
+        self.vector._left[0] = copy.copy(data)  # what a render before the step shows (set_state's positions)
 
     def _first(self, terms: dict[str, Any]) -> dict[str, Any]:
         """Copy 0's terms, in the types Gymnasium's env returns."""

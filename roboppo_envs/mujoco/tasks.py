@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+import mujoco
 import numpy as np
 
 State = dict[str, np.ndarray]
@@ -66,12 +67,20 @@ class MujocoTask:
     #: info keys (and ``"reward"``) that the Gymnasium env returns as Python scalars, not NumPy ones, and their types
     #: (a task whose term's type follows a keyword's sets its own in ``__init__``)
     python_scalars: dict[str, type] = {}
+    #: attributes ``reset_model`` sets on the Gymnasium env besides its state (Reacher's ``goal``)
+    left_by_reset: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, env: Any) -> None:
         self.init_qpos: np.ndarray = env.init_qpos
         self.init_qvel: np.ndarray = env.init_qvel
         self.noise: float = getattr(env, "_reset_noise_scale", 0.0)
-        self.dt: float = env.dt
+        self.model: mujoco.MjModel = env.model
+        self.frame_skip: int = env.frame_skip
+
+    @property
+    def dt(self) -> float:
+        """``MujocoEnv.dt``, read at every step: an edit of ``model.opt.timestep`` changes the rewards too."""
+        return self.model.opt.timestep * self.frame_skip
 
     def observe(self, state: State) -> np.ndarray:
         """Observations ``[N, obs_dim]`` (float64) of ``state``."""
@@ -92,6 +101,9 @@ class MujocoTask:
         qpos = self.init_qpos + rng.uniform(low=-self.noise, high=self.noise, size=self.init_qpos.size)
         qvel = self.init_qvel + rng.uniform(low=-self.noise, high=self.noise, size=self.init_qvel.size)
         return qpos, qvel
+
+    def leave_on_env(self, env: Any, qpos: np.ndarray) -> None:
+        """Set what ``reset_model`` leaves on the Gymnasium env besides its state, for the episode begun at ``qpos``."""
 
 
 class GaussianVelocityMixin:
@@ -434,12 +446,11 @@ class HumanoidStandupTask(HumanoidBodyTask):
         self.uph_weight: float = env._uph_cost_weight
         self.impact_weight: float = env._impact_cost_weight
         self.impact_range: tuple[float, float] = env._impact_cost_range
-        self.timestep: float = env.model.opt.timestep
 
     def step(
         self, before: State, state: State, actions: np.ndarray, obs: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray, Info]:
-        uph = (state["qpos"][:, 2] - 0) / self.timestep
+        uph = (state["qpos"][:, 2] - 0) / self.model.opt.timestep
         ctrl_cost, impact_cost = self.quadratic_costs(state, self.impact_weight, self.impact_range)
         info = self.reset_info(state) | {"reward_linup": uph, "reward_quadctrl": -ctrl_cost}
         info["reward_impact"] = -impact_cost
@@ -474,6 +485,7 @@ class ReacherTask(ArmTask):
     """``Reacher-v5``: minus the fingertip's distance to the target minus a control cost."""
 
     bodies = ("fingertip", "target")
+    left_by_reset = ("goal",)
 
     def __init__(self, env: Any) -> None:
         super().__init__(env)
@@ -504,11 +516,15 @@ class ReacherTask(ArmTask):
         qvel[-2:] = 0
         return qpos, qvel
 
+    def leave_on_env(self, env: Any, qpos: np.ndarray) -> None:
+        env.goal = qpos[-2:].copy()
+
 
 class PusherTask(ArmTask):
     """``Pusher-v5``: minus the arm's distance to the object, the object's to the goal, and a control cost."""
 
     bodies = ("tips_arm", "object", "goal")
+    left_by_reset = ("cylinder_pos", "goal_pos", "init_qpos")
 
     def __init__(self, env: Any) -> None:
         super().__init__(env)
@@ -544,3 +560,7 @@ class PusherTask(ArmTask):
         qvel = self.init_qvel + rng.uniform(low=-0.005, high=0.005, size=self.init_qvel.size)
         qvel[-4:] = 0
         return qpos, qvel
+
+    def leave_on_env(self, env: Any, qpos: np.ndarray) -> None:
+        env.cylinder_pos, env.goal_pos = qpos[-4:-2].copy(), np.asarray([0, 0])
+        env.init_qpos[-4:] = qpos[-4:]  # Gymnasium's ``qpos = self.init_qpos``, written into

@@ -211,11 +211,16 @@ class MujocoVectorEnv(VectorEnv, EzPickle):
         self._obs: np.ndarray | None = None  # the observations last returned (a copy: a masked reset keeps the others)
         self._cameras: dict[int, mujoco.MjvCamera] = {}  # each copy's render camera, once it rendered
         self._reset_row = self._batch.state[0].copy()
-        self._rngs = [np_random()[0] for _ in range(num_envs)]
+        self._rngs, self._seeds = (list(values) for values in zip(*(np_random() for _ in range(num_envs)), strict=True))
+        self._attrs: list[dict[str, Any]] = [{} for _ in range(num_envs)]  # each copy's task.left_by_reset
+        self._stepped = np.zeros(num_envs, dtype=bool)  # copies stepped since their last reset
         self._steps = np.zeros(num_envs, dtype=np.int64)
         self._autoreset = np.zeros(num_envs, dtype=bool)  # copies whose episode ended at the last step
         self._needs_reset = True
-        self._restored_before: State | None = None  # set_state's copy of the fields the next step reads as before
+        # a copy's fields the next step reads as before it, where they are not its batch row's: as a caller
+        # left them in its MjData, or as a saved run had them
+        self._before_rows: dict[int, State] = {}
+        self._left: dict[int, mujoco.MjData] = {}  # a copy's MjData as a caller's method left it, until it steps
         self.closed = False
 
     @classmethod
@@ -250,10 +255,9 @@ class MujocoVectorEnv(VectorEnv, EzPickle):
         mask = reset_mask(options, self.num_envs, self.name, self._needs_reset)
         mask = np.ones(self.num_envs, dtype=bool) if mask is None else mask
         copies = np.flatnonzero(mask)
-        self._rngs = [
-            np_random(s)[0] if s is not None and reset else rng
-            for rng, s, reset in zip(self._rngs, seeds, mask, strict=True)
-        ]
+        for index, s in enumerate(seeds):
+            if s is not None and mask[index]:
+                self._rngs[index], self._seeds[index] = np_random(s)
         first, reset_info = self._reset_copies(copies)
         obs = np.empty((self.num_envs, *first.shape[1:]), self._obs_dtype)
         if self._obs is not None:  # the copies not reset keep their last observation
@@ -283,6 +287,7 @@ class MujocoVectorEnv(VectorEnv, EzPickle):
                 "autoreset_mode DISABLED reset them first: reset(options={'reset_mask': mask})."
             )
         obs64, reward, terminated, terms = self._simulate(actions, ignore=pending)
+        reward = reward.astype(np.float64, copy=False)  # as SyncVectorEnv stores its copies' rewards
         self._steps += 1
         limit = self.max_episode_steps
         truncated = self._steps >= limit if limit is not None else np.zeros(self.num_envs, dtype=bool)
@@ -359,8 +364,10 @@ class MujocoVectorEnv(VectorEnv, EzPickle):
             with self._as_copy(index):
                 value = getattr(self.template, name)
                 value = value(*args, **kwargs) if callable(value) else value
-                # the template's MjData holds each copy in turn: each copy's is a copy of it
-                results.append(copy.copy(value) if value is self.template.data else value)
+                # the template's MjData holds each copy in turn: each copy's is a copy of it (and of an array
+                # a method returns, which may be a view into it: get_body_com)
+                of_copy = value is self.template.data or isinstance(value, np.ndarray)
+                results.append(copy.copy(value) if of_copy else value)
         return tuple(results)
 
     def get_attr(self, name: str) -> tuple[Any, ...]:
@@ -378,16 +385,37 @@ class MujocoVectorEnv(VectorEnv, EzPickle):
         values = list(values) if isinstance(values, list | tuple) else [values] * self.num_envs
         if len(values) != self.num_envs:
             raise ValueError(f"{self.name}: set_attr({name!r}) needs one value or {self.num_envs}, got {len(values)}.")
-        if name == "np_random":
-            self._rngs = values
+        if name == "np_random":  # as Env.np_random's setter: the seed is unknown
+            self._rngs, self._seeds = values, [-1] * self.num_envs
             return
         if any(value is not values[0] and not _equal(value, values[0]) for value in values[1:]):
             raise ValueError(
                 f"{self.name}: the copies share one {type(self.template).__name__}, so set_attr({name!r}) takes one "
                 "value for all of them; for per-copy physics edit envs.model (shared) or build separate envs."
             )
-        setattr(self.template, name, values[0])
+        self._set_template_attr(name, values[0])
+
+    def _set_template_attr(self, name: str, value: Any) -> None:
+        """Set ``name`` on the template for every copy; the next step uses it."""
+        setattr(self.template, name, value)
+        for attrs in self._attrs:
+            if name in attrs:
+                attrs[name] = copy.deepcopy(value)
         self._reread_template()
+
+    def _read_attrs(self) -> dict[str, Any]:
+        """The template's values of what a reset leaves on it (the copy it holds now)."""
+        names = [name for name in self.task.left_by_reset if hasattr(self.template, name)]
+        return {name: copy.deepcopy(getattr(self.template, name)) for name in names}
+
+    def _write_attrs(self, attrs: dict[str, Any]) -> None:
+        """Give the template a copy's values of what a reset leaves; arrays in place (``init_qpos`` is the task's)."""
+        for name, value in attrs.items():
+            current = getattr(self.template, name, None)
+            if isinstance(current, np.ndarray) and np.shape(value) == current.shape:
+                current[...] = value
+            else:
+                setattr(self.template, name, copy.deepcopy(value))
 
     def _reread_template(self) -> None:
         """Take up a changed setting of the template: the task's weights and ranges, the frame skip."""
@@ -396,25 +424,42 @@ class MujocoVectorEnv(VectorEnv, EzPickle):
 
     @contextlib.contextmanager
     def _as_copy(self, index: int) -> Iterator[None]:
-        """The template holding copy ``index``'s ``MjData`` and generator; its state written back if changed."""
+        """The template holding copy ``index``'s ``MjData`` and generator; what a caller changed is kept.
+
+        The copy's ``MjData`` is its batch row's, with the accelerations and forces ``MujocoEnv`` computes
+        after a step; or, after a call that changed the state or positions, the ``MjData`` as that call left
+        it (positions stale after ``do_simulation``, as in Gymnasium's env) until the next step or reset.
+        """
         if self._stale[index]:
             self._batch.forward(np.array([index]))
             self._stale[index] = False
         if self.template.spec is None and self.spec is not None:  # gym.make_vec set the batch's spec
             self.template.spec = single_spec(self.spec)
         data = self.template.data
-        self._batch.get_data(index, data)
-        if self._contact is not None:
-            data.cfrc_ext[:] = self._contact.cfrc_ext[index]
-        self.template._np_random = self._rngs[index]
-        before = self._batch.state[index].copy()
+        if index in self._left:
+            mujoco.mj_copyData(data, self.model, self._left[index])
+        else:
+            self._batch.get_data(index, data)
+            if self._stepped[index]:  # as MujocoEnv after mj_step: accelerations and forces
+                mujoco.mj_rnePostConstraint(self.model, data)
+            if self._contact is not None:
+                data.cfrc_ext[:] = self._contact.cfrc_ext[index]
+        self._write_attrs(self._attrs[index])
+        self.template._np_random, self.template._np_random_seed = self._rngs[index], self._seeds[index]
+        state, fields = self._batch.state[index].copy(), self._before_fields(data)
         yield
-        self._rngs[index] = self.template.np_random
-        after = np.empty_like(before)
+        self._rngs[index], self._seeds[index] = self.template.np_random, self.template.np_random_seed
+        self._attrs[index] = self._read_attrs()  # a reset through a call leaves its own
+        after = np.empty_like(state)
         mujoco.mj_getState(self.model, data, after, mujoco.mjtState.mjSTATE_INTEGRATION)
-        if not np.array_equal(after, before):
-            self._batch.state[index] = after
-            self._batch.forward(np.array([index]))
+        left = self._before_fields(data)
+        if not np.array_equal(after, state) or any(not np.array_equal(left[name], fields[name]) for name in left):
+            self._batch.state[index] = after  # the next step starts here, its reward reading ``left`` as before
+            self._left[index], self._before_rows[index] = copy.copy(data), left
+
+    def _before_fields(self, data: mujoco.MjData) -> State:
+        """Copies of the fields of ``data`` that the next step's reward reads from before it."""
+        return {name: getattr(data, name).copy() for name in self.task.before_fields}
 
     def close(self, **kwargs: Any) -> None:
         """Release the batch (its threads and every copy's ``MjData``) and the template env; again: nothing."""
@@ -431,7 +476,7 @@ class MujocoVectorEnv(VectorEnv, EzPickle):
         """Everything the next ``step`` depends on: arrays (each copy's physics state row, episode steps, the
         fields the task reads from before a step, contact forces) and JSON-able values (each copy's generator)."""
         arrays = {"physics": self._batch.state.copy(), "steps": self._steps.copy()}
-        arrays |= {f"before_{name}": self._state[name].copy() for name in self.task.before_fields}
+        arrays |= {f"before_{name}": values for name, values in self._before().items()}
         if self._contact is not None:
             arrays["cfrc_ext"] = self._contact.cfrc_ext.copy()
         meta = {"env": self.name, "num_envs": self.num_envs, "needs_reset": self._needs_reset}
@@ -452,11 +497,14 @@ class MujocoVectorEnv(VectorEnv, EzPickle):
         self._steps[:] = arrays["steps"]
         for rng, state in zip(self._rngs, meta["rngs"], strict=True):
             rng.bit_generator.state = state
-        self._restored_before = {name: arrays[f"before_{name}"].copy() for name in self.task.before_fields}
+        fields, copies = self.task.before_fields, range(self.num_envs)
+        self._before_rows = {i: {name: arrays[f"before_{name}"][i].copy() for name in fields} for i in copies}
+        self._left = {}
         if self._contact is not None:
             self._contact.cfrc_ext[:] = arrays["cfrc_ext"]
         self._needs_reset = bool(meta["needs_reset"])
         self._stale[:] = True
+        self._stepped[:] = self._steps > 0
 
     # -- stepping -------------------------------------------------------------------------------
 
@@ -468,17 +516,26 @@ class MujocoVectorEnv(VectorEnv, EzPickle):
         ``ignore``: copies about to be reset, whose step is discarded (not checked for NaN)."""
         if self._needs_reset:
             raise RuntimeError(f"{self.name}: call reset() before step().")
-        before = self._restored_before or {name: self._state[name].copy() for name in self.task.before_fields}
-        self._restored_before = None
+        before = self._before()
+        self._before_rows, self._left = {}, {}
         self._ctrl[:] = actions
         self._batch.step(nstep=self.frame_skip)  # mj_step frame_skip times per copy, as MujocoEnv.do_simulation
         if self._contact is not None:
             self._contact.update()
         self._stale[:] = False
+        self._stepped[:] = True
         obs64 = self.task.observe(self._state)
         reward, terminated, terms = self.task.step(before, self._state, actions, obs64)
         self._check_finite(obs64, reward, ignore)
         return obs64, reward, terminated, terms
+
+    def _before(self) -> State:
+        """The fields the next step's reward reads from before it, for every copy."""
+        before = {name: self._state[name].copy() for name in self.task.before_fields}
+        for index, rows in self._before_rows.items():
+            for name, row in rows.items():
+                before[name][index] = row
+        return before
 
     def _reset_copies(self, copies: np.ndarray) -> tuple[np.ndarray, Info]:
         """Reset ``copies`` as ``MujocoEnv.reset`` does each; return their first observations (float64) and reset info.
@@ -490,6 +547,13 @@ class MujocoVectorEnv(VectorEnv, EzPickle):
         self._batch.state[copies] = self._reset_row
         for index in copies:
             self._qpos[index], self._qvel[index] = self.task.initial_state(self._rngs[index])
+        self._stepped[copies] = False
+        for index in copies if self.task.left_by_reset else ():  # Reacher's goal, ... (the template holds each)
+            self.task.leave_on_env(self.template, self._qpos[index])
+            self._attrs[index] = self._read_attrs()
+        for index in copies if self._left or self._before_rows else ():  # a reset's mj_forward: new positions
+            self._before_rows.pop(index, None)
+            self._left.pop(index, None)
         if self._contact is not None:
             self._contact.cfrc_ext[copies] = 0.0
         here = self._forward_on_reset and self._scratch is not None and len(copies) <= self._few_resets
@@ -518,13 +582,13 @@ class MujocoVectorEnv(VectorEnv, EzPickle):
 
     def _checked_actions(self, actions: np.ndarray) -> np.ndarray:
         expected = (self.num_envs, self.model.nu)
-        if actions.shape != expected or actions.dtype.kind not in "fiu":
+        if actions.shape != expected or actions.dtype.kind not in "biuf":
             raise ValueError(
                 f"{self.name}: actions must be a numeric array of shape {expected} (num_envs, action_dim), "
                 f"got {actions.dtype} {actions.shape}."
             )
-        if actions.dtype.kind != "f":  # integers, as Gymnasium's env takes them: its ctrl and costs are float64
-            actions = actions.astype(np.float64)
+        # any numeric dtype, kept as Gymnasium's env keeps it: ``data.ctrl`` casts it to float64, and the
+        # control costs are computed in the action's own dtype (an integer cost for integer actions)
         if not np.isfinite(actions).all():
             rows = np.flatnonzero(~np.isfinite(actions).all(axis=1)).tolist()
             raise ValueError(f"{self.name}: actions contain NaN or inf (copies {rows}); check the policy's output.")

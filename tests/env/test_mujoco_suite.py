@@ -231,6 +231,28 @@ def test_a_saved_state_continues_exactly_in_another_env(name: str) -> None:
         second.set_state(*gym.make_vec("roboppo/Walker2d-v5", num_envs=3).get_state())
 
 
+def test_a_saved_state_is_continued_after_calls_and_a_reset_drops_it() -> None:
+    """A state saved after a ``do_simulation`` call continues as the original does; a state restored over one
+    replaces what that call left; a reset after a restore starts from the reset's positions."""
+    actions = np.full((2, 8), 0.1)
+    envs = gym.make_vec("roboppo/Ant-v5", num_envs=2)
+    envs.reset(seed=1)
+    envs.call("do_simulation", np.full(8, 0.5), 3)
+    saved = envs.unwrapped.get_state()
+    expected = envs.step(actions)[4]["x_velocity"]
+    for other in (gym.make_vec("roboppo/Ant-v5", num_envs=2), envs):
+        other.reset(seed=4)
+        other.call("do_simulation", np.full(8, -0.5), 2)
+        other.unwrapped.set_state(*saved)
+        other.get_attr("data")
+        np.testing.assert_array_equal(other.step(actions)[4]["x_velocity"], expected)
+    theirs = gym.make_vec("Ant-v5", num_envs=2, vectorization_mode="sync")
+    envs.unwrapped.set_state(*saved)
+    for each in (envs, theirs):
+        each.reset(seed=3)
+    np.testing.assert_array_equal(envs.step(actions)[4]["x_velocity"], theirs.step(actions)[4]["x_velocity"])
+
+
 def test_an_unknown_task_names_the_suite() -> None:
     from roboppo_envs.mujoco import MujocoVectorEnv
 
@@ -342,6 +364,10 @@ def test_single_env_renders_a_state_written_into_data_and_steps_from_it() -> Non
     mine, their = ours.step(np.full(3, 0.1)), theirs.step(np.full(3, 0.1))
     np.testing.assert_array_equal(mine[0], their[0])
     assert mine[1] == their[1]
+    for env in (ours, theirs):  # set_state's mj_forward: the frame and the next reward see its positions
+        env.unwrapped.set_state(env.unwrapped.data.qpos + 0.1, env.unwrapped.data.qvel)
+    np.testing.assert_array_equal(ours.render(), theirs.render())
+    assert ours.step(np.zeros(3))[1] == theirs.step(np.zeros(3))[1]
 
 
 def _write_then_set_state(env: gym.Env, nu: int) -> Any:
@@ -385,3 +411,89 @@ def test_single_env_methods_and_data_interleave_as_in_gymnasium(name: str, scrip
         env.reset(seed=0)
         results.append(script(env, env.action_space.shape[0]))
     assert results[0] == results[1]
+
+
+def _plain(step: tuple[Any, ...]) -> Any:
+    """A step's reward, flags and info terms (each as a list where it is an array), for ``==``."""
+    reward, terminated, truncated, info = step[1:]
+    return reward, terminated, truncated, {key: np.asarray(value).tolist() for key, value in info.items()}
+
+
+def _edited_timestep(env: gym.Env, nu: int) -> Any:
+    env.unwrapped.model.opt.timestep *= 2
+    return env.unwrapped.dt, _plain(env.step(np.full(nu, 0.2)))
+
+
+def _forces_after_steps(env: gym.Env, nu: int) -> Any:
+    data = env.unwrapped.data
+    after_reset = [field.copy().tolist() for field in (data.cacc, data.cfrc_int, data.cfrc_ext)]
+    for _ in range(20):
+        env.step(np.full(nu, 0.3))
+    return after_reset, [field.copy().tolist() for field in (data.cacc, data.cfrc_int, data.cfrc_ext)]
+
+
+def _left_by_reset(env: gym.Env, nu: int) -> Any:
+    names = ("goal", "cylinder_pos", "goal_pos")
+    left = {name: getattr(env.unwrapped, name).tolist() for name in names if hasattr(env.unwrapped, name)}
+    env.unwrapped.set_state(env.unwrapped.init_qpos, env.unwrapped.init_qvel)
+    return left, env.unwrapped.init_qpos.tolist(), env.step(np.full(nu, 0.1))[1]
+
+
+def _reset_model_then_step(env: gym.Env, nu: int) -> Any:
+    env.unwrapped.reset_model()
+    left = getattr(env.unwrapped, "goal", None)
+    return None if left is None else left.tolist(), _plain(env.step(np.full(nu, 0.1)))
+
+
+def _action_dtypes(env: gym.Env, nu: int) -> Any:
+    steps = [env.step(np.ones(nu, dtype=dtype))[1:] for dtype in (np.int64, np.uint8, np.bool_, np.float32)]
+    return [(repr(reward), {key: repr(value) for key, value in info.items()}) for reward, _, _, info in steps]
+
+
+@pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")  # Gymnasium's cost of uint8 actions
+@pytest.mark.parametrize(
+    ("name", "script"),
+    [
+        ("Hopper", _edited_timestep),
+        ("Ant", _edited_timestep),
+        ("HumanoidStandup", _edited_timestep),
+        ("Hopper", _forces_after_steps),
+        ("Ant", _forces_after_steps),
+        ("Reacher", _left_by_reset),
+        ("Pusher", _left_by_reset),
+        ("Reacher", _reset_model_then_step),
+        ("Reacher", _action_dtypes),
+        ("Walker2d", _action_dtypes),
+    ],
+)
+def test_single_env_model_edits_forces_reset_attributes_and_action_types_as_gymnasium(name: str, script: Any) -> None:
+    """A timestep edited on the model changes ``dt`` and the reward; ``data``'s accelerations and forces
+    (``cacc``, ``cfrc_int``, ``cfrc_ext``) are those ``mj_rnePostConstraint`` leaves after a step (zero after
+    a reset); Reacher's ``goal`` and Pusher's ``cylinder_pos`` (written into ``init_qpos``, as Gymnasium's
+    reset does); integer, boolean and float32 actions give the rewards and terms of the same types."""
+    results = []
+    for env in (gym.make(f"roboppo/{name}-v5"), gym.make(f"{name}-v5")):
+        env.reset(seed=5)
+        results.append(script(env, env.action_space.shape[0]))
+    assert results[0] == results[1]
+
+
+def test_batch_call_get_attr_and_rewards_per_copy_as_sync_vector_env() -> None:
+    """``call`` of a method that changes a copy's state (``do_simulation``) leaves its pre-step positions as
+    the method left them; arrays a method returns, and ``np_random_seed``, are each copy's; rewards are
+    float64 whatever the actions' dtype."""
+    ours = gym.make_vec("roboppo/Ant-v5", num_envs=3)
+    theirs = gym.make_vec("Ant-v5", num_envs=3, vectorization_mode="sync")
+    for envs in (ours, theirs):
+        envs.reset(seed=9)
+        envs.call("do_simulation", np.full(8, 0.3), 3)
+    assert ours.get_attr("np_random_seed") == theirs.get_attr("np_random_seed") == (9, 10, 11)
+    mine, their = ours.call("get_body_com", "torso"), theirs.call("get_body_com", "torso")
+    np.testing.assert_array_equal(np.stack(mine), np.stack(their))
+    actions = np.full((3, 8), 0.2, dtype=np.longdouble)
+    for mine, their in zip(ours.step(actions)[:2], theirs.step(actions)[:2], strict=True):
+        np.testing.assert_array_equal(mine, their)
+        assert mine.dtype == their.dtype
+    forces = zip(ours.get_attr("data"), theirs.get_attr("data"), strict=True)
+    for mine, their in forces:
+        np.testing.assert_array_equal(mine.cfrc_int, their.cfrc_int)
