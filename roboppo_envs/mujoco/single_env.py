@@ -68,6 +68,8 @@ class MujocoSuiteEnv(gym.Env, EzPickle):
 
     def render(self) -> Any:
         self._push()  # the frame shows a state written into ``data``, and the next step starts from it
+        if self._shared is not None:  # with the positions ``data`` holds (set_state's, or stale ones)
+            self.vector._left[0] = copy.copy(self.template.data)
         frames = self.vector.render()
         self._pull()
         return None if frames is None else frames[0]
@@ -132,9 +134,7 @@ class MujocoSuiteEnv(gym.Env, EzPickle):
         mujoco.mj_getState(self.vector.model, data, state, mujoco.mjtState.mjSTATE_INTEGRATION)
         if not np.array_equal(state, self._shared, equal_nan=True):
             self.vector._batch.state[0] = state
-        fields = self.vector.task.before_fields
-        self.vector._before_rows[0] = {name: getattr(data, name).copy() for name in fields}
-        self.vector._left[0] = copy.copy(data)  # what a render before the step shows (set_state's positions)
+        self.vector._before_rows[0] = self.vector._before_fields(data)
 
     def _first(self, terms: dict[str, Any]) -> dict[str, Any]:
         """Copy 0's terms, in the types Gymnasium's env returns."""
