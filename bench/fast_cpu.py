@@ -148,7 +148,7 @@ def make_model(system: str, env_id: str, n_envs: int, settings: dict[str, Any], 
         backend = "torch" if system == "roboppo-torch" else "auto"
         return PPO(
             "MlpPolicy", env_id, n_envs=n_envs, env_kwargs=env_kwargs, seed=0, train_backend=backend,
-            hyperparams="sb3", device="cpu", **settings,
+            overlap_update=system == "roboppo-overlap", hyperparams="sb3", device="cpu", **settings,
         )  # fmt: skip
     venv = make_vec_env(TWINS[env_id], n_envs=n_envs, seed=0)
     if system == "sbx":

@@ -11,7 +11,9 @@ each in its own process, interleaved, on roboppo's ``RoboHopper-v0`` or its Gymn
 - **torchrl**: its own ``Collector``, ``ClipPPOLoss`` and ``GAE``, its update loop as torchrl's PPO
   tutorial writes it, over Gymnasium's ``SyncVectorEnv`` (``GymWrapper``, in the learner's process)
   or its ``AsyncVectorEnv`` (``GymEnv(num_envs=16)``, one process per env);
-- **roboppo**: ``PPO("MlpPolicy", "RoboHopper-v0")``, its batched env on 2 threads.
+- **roboppo**: ``PPO("MlpPolicy", "RoboHopper-v0")``, its batched env on 2 threads; and
+  **roboppo-overlap**, the same with ``overlap_update=True`` (each rollout's update runs beside the
+  next rollout: a policy lag of one update).
 
 Tables:
 
@@ -57,6 +59,7 @@ from stable_baselines3.common.vec_env.base_vec_env import VecEnvStepReturn
 # system: (family, how its 16 envs are stepped)
 SYSTEMS = {
     "roboppo": ("roboppo", "its batched env, 2 threads"),
+    "roboppo-overlap": ("roboppo", "its batched env, 2 threads; overlap_update=True"),
     "sb3-dummy": ("SB3", "DummyVecEnv"),
     "sb3-subproc": ("SB3", "SubprocVecEnv"),
     "sb3-envpool": ("SB3", "EnvPool, 2 threads"),
@@ -67,6 +70,7 @@ SYSTEMS = {
     "torchrl-async": ("torchrl", "GymEnv(num_envs=16): AsyncVectorEnv"),
 }
 FAMILIES = ("SB3", "SBX", "torchrl")
+OURS = ("roboppo", "roboppo-overlap")
 SEED = 0
 
 
@@ -135,7 +139,7 @@ class EnvPoolVecEnv(VecEnv):
 
 def make_model(system: str, env_id: str, n_envs: int, settings: dict[str, Any], threads: int | None = None) -> Any:
     """One PPO model of ``system`` (roboppo, or SB3 or SBX over one kind of vector env) with ``settings``."""
-    if system in ("roboppo", "sb3-dummy", "sbx-dummy"):  # fast_cpu's systems: roboppo, and peers over DummyVecEnv
+    if system in (*OURS, "sb3-dummy", "sbx-dummy"):  # fast_cpu's systems: roboppo, and peers over DummyVecEnv
         return fast_cpu_model(system.removesuffix("-dummy"), env_id, n_envs, settings, threads)
     from stable_baselines3.common.env_util import make_vec_env
     from stable_baselines3.common.vec_env import SubprocVecEnv, VecMonitor
@@ -342,16 +346,17 @@ def _steady_text(
         "",
         f"roboppo against each family's fastest; its env alone: {env_alone:,.0f} steps/s (random actions, no policy).",
         "",
-        f"| batch | roboppo steps/s | roboppo / its env alone | {ratio_heads} |",
-        "|---:|---:|---:|" + "---:|" * len(FAMILIES),
+        f"| batch | system | steps/s | over its env alone | {ratio_heads} |",
+        "|---:|---|---:|---:|" + "---:|" * len(FAMILIES),
     ]
     for size in sizes:
-        ours = best[size]["roboppo"]
-        ratios = [
-            f"{ours / best[size][fastest[size][f]]:.2f} ({fastest[size][f]})" if f in fastest[size] else "-"
-            for f in FAMILIES
-        ]
-        lines.append(f"| {size} | {ours:,.0f} | {ours / env_alone:.2f} | " + " | ".join(ratios) + " |")
+        for system in (s for s in OURS if s in systems):
+            ours = best[size][system]
+            ratios = [
+                f"{ours / best[size][fastest[size][f]]:.2f} ({fastest[size][f]})" if f in fastest[size] else "-"
+                for f in FAMILIES
+            ]
+            lines.append(f"| {size} | {system} | {ours:,.0f} | {ours / env_alone:.2f} | " + " | ".join(ratios) + " |")
     return "\n".join(lines)
 
 
@@ -372,11 +377,13 @@ def _rounds_text(rounds: dict[int, dict[str, list[float]]], fastest: dict[int, d
         )
     medians = {size: {system: float(np.median(rates)) for system, rates in rounds[size].items()} for size in sizes}
     ratios = [
-        f"{medians[size]['roboppo'] / medians[size][peer]:.2f} over {peer} at batch {size}"
+        f"{ours} {medians[size][ours] / medians[size][peer]:.2f}x {peer} at batch {size}"
+        for ours in OURS
+        if ours in medians[sizes[0]]
         for size in sizes
         for peer in (fastest[size][family] for family in FAMILIES if family in fastest[size])
     ]
-    lines += ["", "roboppo over each family's fastest, both as medians of their rounds: " + "; ".join(ratios) + "."]
+    lines += ["", "Over each family's fastest, both as medians of their rounds: " + "; ".join(ratios) + "."]
     return "\n".join(lines)
 
 
@@ -428,7 +435,7 @@ def whole_run(system: str, env_id: str, *numbers: int) -> dict[str, float]:
     return {"wall": wall, "first_step": json.loads(line)["first_step"] - start_epoch}
 
 
-def whole_run_table(args: argparse.Namespace, fastest: dict[int, dict[str, str]]) -> str:
+def whole_run_table(args: argparse.Namespace, fastest: dict[int, dict[str, str]], ours: list[str]) -> str:
     env_id = args.envs[0]
     rollout = args.n_envs * 128
     steps = -(-args.whole_run_steps // rollout) * rollout  # whole rollouts, as every system collects them
@@ -438,15 +445,15 @@ def whole_run_table(args: argparse.Namespace, fastest: dict[int, dict[str, str]]
         f"per system, at table 1's settings: seconds to the first env step / wall seconds, imports, model "
         "construction and roboppo's JAX compilation (empty cache) included; each family's fastest variant of "
         f"table 1, {rounds}; ratios are a peer's wall time over "
-        "roboppo's. **Floor**: a process that imports torch and SB3, makes roboppo's 16 envs and steps them as "
+        f"{ours[-1]}'s. **Floor**: a process that imports torch and SB3, makes roboppo's 16 envs and steps them as "
         "often with random actions (no policy, no training).",
         "",
-        "| batch | roboppo | " + " | ".join(FAMILIES) + " | floor | "
-        + " | ".join(f"{f} / roboppo" for f in FAMILIES) + " | roboppo / floor |",
-        "|---:|" + "---:|" * (2 * len(FAMILIES) + 3),
+        f"| batch | {' | '.join(ours)} | " + " | ".join(FAMILIES) + " | floor | "
+        + " | ".join(f"{f} / {ours[-1]}" for f in FAMILIES) + f" | {ours[-1]} / floor |",
+        "|---:|" + "---:|" * (2 * len(FAMILIES) + 2 + len(ours)),
     ]  # fmt: skip
     for batch_size in args.batch_sizes:
-        systems = {"roboppo": "roboppo", **fastest[batch_size], "floor": "floor"}
+        systems = {**{name: name for name in ours}, **fastest[batch_size], "floor": "floor"}
         best: dict[str, dict[str, float]] = {}
         for _ in range(args.whole_run_repeats):  # interleaved rounds; each system's fastest counts
             for name, system in systems.items():
@@ -455,22 +462,22 @@ def whole_run_table(args: argparse.Namespace, fastest: dict[int, dict[str, str]]
                 if name not in best or run["wall"] < best[name]["wall"]:
                     best[name] = run
 
-        lines.append(_whole_run_row(batch_size, systems, best))
+        lines.append(_whole_run_row(batch_size, systems, best, ours))
         print(lines[-1], flush=True)
     return "\n".join(lines)
 
 
-def _whole_run_row(batch_size: int, systems: dict[str, str], best: dict[str, dict[str, float]]) -> str:
+def _whole_run_row(batch_size: int, systems: dict[str, str], best: dict[str, dict[str, float]], ours: list[str]) -> str:
     def cell(name: str) -> str:
         if name not in best:
             return "-"
         shown = f"{best[name]['first_step']:.1f} / {best[name]['wall']:,.1f}"
         return f"{shown} ({systems[name]})" if name in FAMILIES else shown
 
-    ours = best["roboppo"]["wall"]
-    ratios = [f"{best[f]['wall'] / ours:.2f}" if f in best else "-" for f in FAMILIES]
-    cells = [cell(name) for name in ("roboppo", *FAMILIES, "floor")] + ratios
-    return f"| {batch_size} | " + " | ".join(cells) + f" | {ours / best['floor']['wall']:.2f} |"
+    wall = best[ours[-1]]["wall"]
+    ratios = [f"{best[f]['wall'] / wall:.2f}" if f in best else "-" for f in FAMILIES]
+    cells = [cell(name) for name in (*ours, *FAMILIES, "floor")] + ratios
+    return f"| {batch_size} | " + " | ".join(cells) + f" | {wall / best['floor']['wall']:.2f} |"
 
 
 def main() -> None:
@@ -494,7 +501,7 @@ def main() -> None:
     steady, fastest = steady_tables(args, systems)
     tables = [steady]
     if args.whole_run:
-        tables.append(whole_run_table(args, fastest[args.envs[0]]))
+        tables.append(whole_run_table(args, fastest[args.envs[0]], [s for s in OURS if s in systems]))
     publish("\n\n".join(tables), args.out)
 
 

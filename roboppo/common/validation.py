@@ -144,6 +144,7 @@ ROBOPPO_PPO_KEYS: dict[str, tuple[type, ...]] = {
     "n_envs": (int, type(None)),
     "reward_scale": (int, float, type(None)),
     "train_backend": (str,),
+    "overlap_update": (bool,),
 }
 ROBOPPO_POLICY_KEYS: dict[str, tuple[type, ...]] = {"normalize_obs": (bool,), "obs_clip": (int, float)}
 

@@ -20,7 +20,10 @@ trains with :mod:`roboppo.ppo.torch_train`.
 
 from __future__ import annotations
 
+import dataclasses
 import math
+import os
+import pathlib
 from typing import Any
 
 import numpy as np
@@ -56,6 +59,61 @@ def train(graph: PolicyGraph, batch: RolloutBatch, settings: UpdateSettings) -> 
 
     ``graph`` comes from :func:`roboppo.ppo.fast_paths.update_choice`, which decided that this path applies.
     """
+    return start(graph, batch, settings).apply(graph.parameters(), graph.policy.optimizer)
+
+
+@dataclasses.dataclass
+class PendingUpdate:
+    """An update :func:`start` handed to JAX: its result (read when needed) and the settings it ran with.
+
+    The policy is untouched until :meth:`apply` writes the result into it, so the policy can sample
+    a rollout meanwhile. Pickling waits for the result and keeps it as NumPy arrays, so a model
+    saved with an update pending continues exactly where it was.
+    """
+
+    outputs: Any
+    settings: UpdateSettings
+    #: the observation statistics the update's inputs were normalized with (set by the caller)
+    statistics: list[dict[str, th.Tensor]] = dataclasses.field(default_factory=list)
+    explained_variance: float = float("nan")
+
+    def wait(self) -> None:
+        """Wait for the result (it stays as NumPy arrays)."""
+        self.outputs = _as_numpy(self.outputs)
+
+    def parameters(self) -> list[np.ndarray]:
+        """The trained parameters, in :meth:`PolicyGraph.parameters`'s order."""
+        self.wait()
+        return list(self.outputs[0])
+
+    def apply(self, params: list[th.Tensor], optimizer: th.optim.Optimizer) -> UpdateStats:
+        """Write the trained parameters into ``params`` and Adam's state into ``optimizer``; the update's statistics."""
+        self.wait()
+        new_params, (step, exp_avg, exp_avg_sq), stat_sums, n_minibatches, epochs_run, last_loss, kl, stop_kl = (
+            self.outputs
+        )
+        _write_back(optimizer, params, new_params, int(step), exp_avg, exp_avg_sq)
+        policy_loss, value_loss, entropy_loss, _, clip_fraction = (
+            np.asarray(stat_sums) / max(int(n_minibatches), 1)
+        ).tolist()
+        stop = None if np.isnan(stop_kl) else float(stop_kl)
+        return UpdateStats(
+            policy_loss, value_loss, entropy_loss, float(kl), clip_fraction, float(last_loss), int(epochs_run), stop
+        )
+
+    def __getstate__(self) -> dict[str, Any]:
+        self.wait()
+        return self.__dict__
+
+
+def start(graph: PolicyGraph, batch: RolloutBatch, settings: UpdateSettings, background: bool = False) -> PendingUpdate:
+    """Hand the update of :func:`train` to JAX and return at once, the policy untouched (JAX runs it on its threads).
+
+    Every random draw is taken here, in the calling thread, so a run is the same whenever the result
+    is read. The inputs are copies: the rollout buffer may be refilled meanwhile. ``background``:
+    the update shares the cores with work that should not wait for it (the next rollout), so XLA's
+    compute threads are put at the lowest priority (:func:`lower_compute_threads`).
+    """
     policy = graph.policy
     obs, actions = batch.observations, batch.actions
     with th.no_grad():  # the observation statistics are fixed during training
@@ -73,28 +131,66 @@ def train(graph: PolicyGraph, batch: RolloutBatch, settings: UpdateSettings) -> 
         "target_kl": math.inf if settings.target_kl is None else 1.5 * settings.target_kl,
     }
     data = (pi_features, vf_features, actions, batch.old_values, batch.old_log_prob, batch.advantages, batch.returns)
-    result = _compiled_update()(
-        [_to_numpy(p) for p in params],
-        _adam_state(policy.optimizer, params),
-        tuple(_to_numpy(t) for t in data),
-        _to_numpy(orders.int()),
-        _to_numpy(noise),
+    step, exp_avg, exp_avg_sq = _adam_state(policy.optimizer, params)
+    outputs = _compiled_update()(
+        [_copy(p) for p in params],
+        (step, [m.copy() for m in exp_avg], [m.copy() for m in exp_avg_sq]),
+        tuple(_copy(t) for t in data),
+        _copy(orders.int()),
+        _copy(noise),
         hyper,
         shape=_update_shape(graph, settings, n_samples),
     )
-    new_params, (step, exp_avg, exp_avg_sq), stat_sums, n_minibatches, epochs_run, last_loss, kl, stop_kl = result
-    _write_back(policy.optimizer, params, new_params, int(step), exp_avg, exp_avg_sq)
-    policy_loss, value_loss, entropy_loss, _, clip_fraction = (
-        np.asarray(stat_sums) / max(int(n_minibatches), 1)
-    ).tolist()
-    stop = None if np.isnan(stop_kl) else float(stop_kl)
-    return UpdateStats(
-        policy_loss, value_loss, entropy_loss, float(kl), clip_fraction, float(last_loss), int(epochs_run), stop
-    )
+    if background:
+        lower_compute_threads()
+    return PendingUpdate(outputs, settings)
+
+
+#: XLA's CPU compute threads already put at the lowest priority, and the other threads of the process seen
+_LOWERED: set[int] = set()
+_SEEN: set[int] = set()
+
+
+def lower_compute_threads() -> None:
+    """Put XLA's CPU compute threads (named ``*XLAEigen*``) at the lowest priority, nice 19, each once.
+
+    An update running beside a rollout then takes a core only where the rollout leaves one free,
+    instead of slowing the physics threads the rollout waits for. A thread's priority cannot be
+    raised again without privileges, so these threads stay at nice 19 for the rest of the process:
+    other JAX work on the CPU in it (a Brax env, another model's update) runs at that priority too,
+    which costs nothing on cores nothing else wants. Outside Linux, nothing is changed.
+    """
+    tasks = pathlib.Path("/proc/self/task")
+    if not hasattr(os, "setpriority") or not tasks.is_dir():
+        return
+    for task in tasks.iterdir():
+        tid = int(task.name)
+        if tid in _SEEN:
+            continue
+        try:
+            name = (task / "comm").read_text()
+        except OSError:  # the thread ended
+            continue
+        _SEEN.add(tid)
+        if "XLAEigen" in name:
+            os.setpriority(os.PRIO_PROCESS, tid, 19)
+            _LOWERED.add(tid)
 
 
 def _to_numpy(tensor: th.Tensor) -> np.ndarray:
     return tensor.detach().contiguous().numpy()
+
+
+def _copy(tensor: th.Tensor) -> np.ndarray:
+    """A NumPy copy (JAX may read a NumPy array in place, after the tensor behind it has changed)."""
+    return tensor.detach().numpy().copy()
+
+
+def _as_numpy(tree: Any) -> Any:
+    """``tree`` with every array as a NumPy array (waits for JAX's results)."""
+    if isinstance(tree, (list, tuple)):
+        return type(tree)(_as_numpy(item) for item in tree)
+    return np.asarray(tree)
 
 
 def _adam_state(optimizer: th.optim.Optimizer, params: list[th.Tensor]) -> tuple[int, list, list]:

@@ -8,6 +8,7 @@ import inspect
 import io
 import json
 import pathlib
+import warnings
 import zipfile
 from collections.abc import Iterable, Iterator
 from typing import Any, ClassVar, TypeVar
@@ -34,6 +35,7 @@ from roboppo.common.vec_env import FlattenDictVecEnv, flatten_dict_obs, flattena
 from roboppo.ppo import jax_train, torch_train
 from roboppo.ppo.defaults import SB3_SOURCE, BudgetNotice, describe, with_notice, zoo_arguments, zoo_entry
 from roboppo.ppo.fast_paths import Choice, sampler_choice, update_choice
+from roboppo.ppo.fast_paths import describe as describe_graph
 from roboppo.ppo.policies import TanhGaussianPolicy
 from roboppo.ppo.rollout import flat_batch, policy_actions, truncation_values
 from roboppo.ppo.sampler import RolloutSampler
@@ -72,6 +74,8 @@ class PPO(SB3PPO):
       range) over the entry's budget, whatever ``learn`` is given: past the budget they hold their
       final values, so a longer run does not stretch them. A learning rate of 0 leaves the model as
       it is (no update, and no update of the observation statistics).
+    - ``overlap_update=True`` trains on each rollout while the next one is collected (an
+      asynchronous PPO, as Sample Factory's): faster on the CPU, with a policy lag of one update.
     - Training stops with an error naming the env and step if it returns NaN or inf.
     - ``set_env`` accepts an env with another number of copies; ``save`` never leaves a
       half-written file; extra TensorBoard scalars ``obs_norm/*``.
@@ -91,6 +95,13 @@ class PPO(SB3PPO):
         it (see :mod:`roboppo.ppo.fast_paths`), else ``"torch"``. Other policies train with SB3's
         own ``train``. Which sampler and update ran is in :attr:`paths_run`; a fast path that steps
         aside says why once (``verbose >= 1``).
+    :param overlap_update: with the compiled update (``train_backend`` ``"auto"`` or ``"jax"``),
+        start each rollout's update and collect the next rollout while it runs, at the lowest
+        priority on the cores the rollout leaves free, instead of after it. That rollout is then
+        sampled by the weights from before the update (a policy lag of one update; PPO's ratio is
+        taken against the weights that sampled it), and ``train/*`` logs describe the update
+        before. A seed still gives one run, whatever the timing, and a saved model continues
+        exactly. Default: the zoo entry's, else False. See ``docs/design.md``.
     :param hyperparams: where arguments left out come from: ``None`` (default) the zoo entry for a
         registered roboppo id given as a string and SB3's defaults otherwise; ``"zoo"`` the same but
         an error for anything other than such an id; ``"sb3"`` SB3's defaults; or a
@@ -120,12 +131,16 @@ class PPO(SB3PPO):
         env_kwargs: dict[str, Any] | None = None,
         reward_scale: float | None = None,
         train_backend: str | None = None,
+        overlap_update: bool | None = None,
         hyperparams: str | ZooEntry | None = None,
         **kwargs: Any,
     ) -> None:
         given = _SB3_SIGNATURE.bind_partial(self, policy, env, *args, **kwargs).arguments
         given.pop("self")
-        ours = {"n_envs": n_envs, "reward_scale": reward_scale, "train_backend": train_backend}
+        ours = {
+            "n_envs": n_envs, "reward_scale": reward_scale, "train_backend": train_backend,
+            "overlap_update": overlap_update,
+        }  # fmt: skip
         explicit = set(given) | {key for key, value in ours.items() if value is not None}
         entry = zoo_entry(hyperparams, env, given.get("device", "auto"))
         taken, replaced = ({}, []) if entry is None else zoo_arguments(entry, explicit, self._is_roboppo_policy(policy))
@@ -134,6 +149,7 @@ class PPO(SB3PPO):
         self.train_backend = settings.pop("train_backend", "auto")
         if self.train_backend not in TRAIN_BACKENDS:
             raise ValueError(f"train_backend must be one of {TRAIN_BACKENDS}, got {self.train_backend!r}.")
+        self.overlap_update = bool(settings.pop("overlap_update", False))
         n_envs = settings.pop("n_envs", None)
         self.env_id = env if isinstance(env, str) else None
         loading = given.get("_init_setup_model") is False  # PPO.load: the saved values replace these
@@ -158,6 +174,9 @@ class PPO(SB3PPO):
         # ones kept for the next rollout (while at rest): see trained_pair
         self._trained_statistics: list[dict[str, th.Tensor]] | None = None
         self._next_statistics: list[dict[str, th.Tensor]] | None = None
+        # with overlap_update: the update running beside the rollout, and (at rest) the weights the rollout samples with
+        self._pending: jax_train.PendingUpdate | None = None
+        self._sampling_weights: list[th.Tensor] | None = None
         with _flattening(flatten):
             super().__init__(**(given | settings))
         if entry is not None and self.verbose >= 1:
@@ -249,8 +268,7 @@ class PPO(SB3PPO):
         observations into the statistics, so a model that is sampling holds newer statistics than
         its weights have seen. ``save``, the end of ``learn`` and the zoo's evaluations use this pair.
         """
-        sampling = getattr(self, "_trained_statistics", None) is not None
-        self._rest()
+        sampling = self._rest()
         try:
             yield
         finally:
@@ -265,21 +283,52 @@ class PPO(SB3PPO):
         for normalizer, state in zip(self.policy.observation_normalizers(), states, strict=True):  # type: ignore[operator]
             normalizer.load_state_dict(state)  # copies into the same buffers: the sampler's views stay valid
 
-    def _rest(self) -> None:
-        """Hold the trained statistics; keep the newer ones for the next rollout."""
-        self._swap_statistics("_trained_statistics", "_next_statistics")
+    def _rest(self) -> bool:
+        """Hold the trained pair; keep what the next rollout samples with. False: the model was at rest already.
+
+        With an update pending (``overlap_update``), the trained pair is its result and the
+        statistics it was trained with; the weights being sampled with are kept beside them.
+        """
+        pending = getattr(self, "_pending", None)
+        if pending is not None and getattr(self, "_sampling_weights", None) is None:
+            weights = self._pending_parameters()
+            self._sampling_weights = [w.detach().clone() for w in weights]
+            self._next_statistics = self._normalizer_states()
+            pending.apply(weights, self.policy.optimizer)
+            self._load_normalizer_states(pending.statistics)
+            return True
+        return self._swap_statistics("_trained_statistics", "_next_statistics")
 
     def _resume_sampling(self) -> None:
-        """Sample with the newest statistics (those :meth:`_rest` kept), remembering the trained ones."""
+        """Sample with what :meth:`_rest` kept (the newest statistics), remembering the trained pair."""
+        sampling_weights = getattr(self, "_sampling_weights", None)
+        if sampling_weights is not None:
+            with th.no_grad():
+                for weight, kept in zip(self._pending_parameters(), sampling_weights, strict=True):
+                    weight.copy_(kept)  # in place: the sampler's views of the weights stay valid
+            self._sampling_weights = None
+            if self._next_statistics is not None:
+                self._load_normalizer_states(self._next_statistics)
+                self._next_statistics = None
+            return
         self._swap_statistics("_next_statistics", "_trained_statistics")
 
-    def _swap_statistics(self, load: str, keep: str) -> None:
+    def _swap_statistics(self, load: str, keep: str) -> bool:
         """Load the statistics held in attribute ``load`` (if any) into the policy; the current ones go to ``keep``."""
         held = getattr(self, load, None)
-        if held is not None:
-            setattr(self, keep, self._normalizer_states())
-            self._load_normalizer_states(held)
-            setattr(self, load, None)
+        if held is None:
+            return False
+        setattr(self, keep, self._normalizer_states())
+        self._load_normalizer_states(held)
+        setattr(self, load, None)
+        return True
+
+    def _pending_parameters(self) -> list[th.Tensor]:
+        """The policy's tensors a pending update writes, in its order."""
+        graph = describe_graph(self.policy)
+        if isinstance(graph, str):
+            raise RuntimeError(f"an update is pending for a policy that can no longer take it: {graph}.")
+        return graph.parameters()
 
     # -- environments -------------------------------------------------------------------------
 
@@ -330,7 +379,10 @@ class PPO(SB3PPO):
         """
         defaults = {name: _yaml_value(p.default) for name, p in _SB3_SIGNATURE.parameters.items() if name in _SETTINGS}
         settings = defaults | getattr(self, "_settings", {}) | self.hyperparams
-        settings.update(reward_scale=self.reward_scale, train_backend=self.train_backend)
+        settings.update(
+            reward_scale=self.reward_scale, train_backend=self.train_backend,
+            overlap_update=getattr(self, "overlap_update", False),
+        )  # fmt: skip
         settings["policy_kwargs"] = policy_keywords(self.policy)
         return settings
 
@@ -408,6 +460,7 @@ class PPO(SB3PPO):
         nothing changes: no gradient step could move the weights, so the statistics stay the ones they
         were trained with. Any other policy trains as SB3 trains it, at whatever rate.
         """
+        self._finish_pending()
         frozen = self.lr_schedule(self._current_progress_remaining) == 0.0
         if frozen and isinstance(self.policy, TanhGaussianPolicy) and not isinstance(self.learning_rate, KLAdaptiveLR):
             self.logger.record("train/learning_rate", 0.0)
@@ -415,6 +468,11 @@ class PPO(SB3PPO):
         backend = getattr(self, "train_backend", "auto")  # models saved before the option train as "auto"
         choice = update_choice(self.policy, backend)
         self._path_ran("update", choice)
+        if getattr(self, "overlap_update", False):
+            if choice.path == "jax":
+                self._start_pending(choice)
+                return
+            self._overlap_refused(choice)
         if choice.path == "sb3":
             super().train()
         else:
@@ -422,8 +480,38 @@ class PPO(SB3PPO):
         trained = self._normalizer_states()
         self._update_obs_normalizer()
         self._trained_statistics = trained if trained else None
+        self._adapt_learning_rate()
+
+    def _adapt_learning_rate(self) -> None:
         if isinstance(self.learning_rate, KLAdaptiveLR):
             self.learning_rate.update(float(self.logger.name_to_value["train/approx_kl"]))
+
+    def _start_pending(self, choice: Choice) -> None:
+        """``overlap_update``: hand this rollout's update to JAX and fold its observations in; the next rollout
+        samples with the weights as they are while the update runs (:meth:`_finish_pending` writes it)."""
+        assert choice.graph is not None
+        policy = choice.graph.policy
+        policy.set_training_mode(True)
+        self._update_learning_rate(policy.optimizer)
+        settings = self._update_settings(policy)
+        pending = jax_train.start(choice.graph, flat_batch(self.rollout_buffer, self.device), settings, background=True)
+        pending.statistics = self._normalizer_states()
+        pending.explained_variance = self._explained_variance()
+        self._pending = pending
+        self._trained_statistics = None  # the trained pair is the pending update's
+        self._update_obs_normalizer()
+
+    def _finish_pending(self) -> None:
+        """Write the pending update (if any) into the policy and log it, as :meth:`_train_pre_tanh` does."""
+        pending = getattr(self, "_pending", None)
+        if pending is None:
+            return
+        self._pending = None
+        stats = pending.apply(self._pending_parameters(), self.policy.optimizer)
+        self._trained_statistics = pending.statistics or None
+        self._count_update(stats)
+        self._record_update(stats, pending.settings, pending.explained_variance)
+        self._adapt_learning_rate()
 
     def _train_pre_tanh(self, choice: Choice) -> None:
         policy = self.policy
@@ -436,10 +524,13 @@ class PPO(SB3PPO):
             stats = jax_train.train(choice.graph, batch, settings)
         else:
             stats = torch_train.train(policy, batch, settings)
+        self._count_update(stats)
+        self._record_update(stats, settings, self._explained_variance())
+
+    def _count_update(self, stats: UpdateStats) -> None:
         self._n_updates += stats.epochs
         if stats.stop_kl is not None and self.verbose >= 1:
             print(f"Early stopping at step {stats.epochs - 1} due to reaching max kl: {stats.stop_kl:.2f}")
-        self._record_update(stats, settings)
 
     def _update_settings(self, policy: TanhGaussianPolicy) -> UpdateSettings:
         progress = self._current_progress_remaining
@@ -455,6 +546,16 @@ class PPO(SB3PPO):
             target_kl=None if self.target_kl is None else float(self.target_kl),
             normalize_advantage=self.normalize_advantage,
         )
+
+    def _overlap_refused(self, choice: Choice) -> None:
+        """Warn once that ``overlap_update`` was asked for and the update runs after each rollout, and why."""
+        if ("overlap", choice.path) not in self._paths_said:
+            self._paths_said.add(("overlap", choice.path))
+            warnings.warn(
+                f"overlap_update=True needs the compiled JAX update; {PATH_NAMES['update', choice.path]} "
+                f"({choice.reason}), so this model trains after each rollout.",
+                stacklevel=3,
+            )
 
     def _path_ran(self, part: str, choice: Choice) -> None:
         """Record which ``part`` (sampler, update) ran; say once, at ``verbose >= 1``, why a fast path stepped aside."""
@@ -482,14 +583,15 @@ class PPO(SB3PPO):
                 plan[f"{part}_reason"] = choice.reason
         return plan
 
-    def _record_update(self, stats: UpdateStats, settings: UpdateSettings) -> None:
-        """SB3's ``train/*`` log keys."""
+    def _explained_variance(self) -> float:
         buffer = self.rollout_buffer
+        return float(explained_variance(buffer.values.flatten(), buffer.returns.flatten()))
+
+    def _record_update(self, stats: UpdateStats, settings: UpdateSettings, explained: float) -> None:
+        """SB3's ``train/*`` log keys; ``explained``: the explained variance of the rollout trained on."""
         for key in ("entropy_loss", "policy_gradient_loss", "value_loss", "approx_kl", "clip_fraction", "loss"):
             self.logger.record(f"train/{key}", getattr(stats, key))
-        self.logger.record(
-            "train/explained_variance", explained_variance(buffer.values.flatten(), buffer.returns.flatten())
-        )
+        self.logger.record("train/explained_variance", explained)
         self.logger.record("train/std", th.exp(self.policy.log_std).mean().item())
         self.logger.record("train/n_updates", self._n_updates, exclude="tensorboard")
         self.logger.record("train/clip_range", settings.clip_range)

@@ -213,3 +213,16 @@ def test_a_stock_checkpoint_continues_only_its_own_run(tmp_path: pathlib.Path, c
     checkpoint.write_bytes(b"\x80\x05 cut short")
     train_stock_sb3("RoboHopper-v0", 3, 512, settings, checkpoint=checkpoint, save_every=256)
     assert f"{checkpoint} cannot be read" in capsys.readouterr().out
+
+
+def test_a_resumed_run_with_overlapped_updates_ends_as_the_uninterrupted_run(tmp_path: pathlib.Path) -> None:
+    """Its checkpoints hold the update that was running beside the rollout, so resuming is exact too."""
+    finished = train(tmp_path / "whole", ENV, "-p", "overlap_update=true")
+    assert yaml.safe_load((finished / "config.yml").read_text())["hyperparams"]["overlap_update"] is True
+    synchronous = train(tmp_path / "synchronous")
+    assert not np.array_equal(weights(finished / "model.zip")[0], weights(synchronous / "model.zip")[0])
+    run = interrupted_copy(finished, tmp_path / "copy")
+    assert main(["train", "--resume", str(run), "--no-progress-bar"]) == 0
+    assert_same_model(run / "model.zip", finished / "model.zip")
+    assert_same_model(run / "best_model.zip", finished / "best_model.zip")
+    assert_same_evaluations(run, finished)

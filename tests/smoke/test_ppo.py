@@ -225,14 +225,90 @@ def test_batched_mujoco_env_trains_saves_and_loads(tmp_path: pathlib.Path, tiny:
     assert 0 < mean_return < 1000
 
 
-def test_past_an_entrys_budget_a_longer_run_ends_with_the_same_model(tiny: dict[str, Any]) -> None:
+@pytest.mark.parametrize("overlap_update", [False, True])
+def test_past_an_entrys_budget_a_longer_run_ends_with_the_same_model(
+    tiny: dict[str, Any], overlap_update: bool
+) -> None:
     """The entry's learning rate reaches 0 at its budget: 4x the budget gives the budget's model, bit for bit."""
     models = []
     for steps in (256, 1024):
-        model = PPO("MlpPolicy", "RoboInvertedDoublePendulum-v0", n_envs=2, seed=0, **tiny)
+        model = PPO(
+            "MlpPolicy", "RoboInvertedDoublePendulum-v0", n_envs=2, seed=0, overlap_update=overlap_update, **tiny
+        )
         model.default_total_timesteps = 256  # as if the entry's budget were 256 steps
         models.append(model.learn(steps))
     budget, longer = (model.policy.state_dict() for model in models)
     assert models[1].num_timesteps == 1024
     for key, value in budget.items():
         th.testing.assert_close(longer[key], value, rtol=0, atol=0, msg=key)
+
+
+class WeightsSeen(BaseCallback):
+    """The policy's weights and observation count at each rollout's start."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.weights: list[th.Tensor] = []
+        self.counts: list[float] = []
+
+    def _on_rollout_start(self) -> None:
+        self.weights.append(th.nn.utils.parameters_to_vector(self.model.policy.parameters()).detach().clone())
+        self.counts.append(self.model.policy.features_extractor.obs_rms.count.item())
+
+    def _on_step(self) -> bool:
+        return True
+
+
+def overlapped(overlap_update: bool, tiny: dict[str, Any], steps: int = 128 * 5) -> tuple[PPO, WeightsSeen]:
+    seen = WeightsSeen()
+    model = PPO("MlpPolicy", "RoboHopper-v0", n_envs=2, seed=0, overlap_update=overlap_update, **tiny)
+    return model.learn(steps, callback=seen), seen
+
+
+def test_with_overlapped_updates_each_rollout_samples_with_the_weights_before_the_last_update(
+    tiny: dict[str, Any],
+) -> None:
+    """Rollout k+1 is collected while rollout k trains: by the weights rollout k was collected with."""
+    (_, plain), (model, seen) = overlapped(False, tiny), overlapped(True, tiny)
+    assert model.paths_run["update"] == ["jax"]
+    th.testing.assert_close(seen.weights[0], plain.weights[0], rtol=0, atol=0)
+    th.testing.assert_close(seen.weights[1], seen.weights[0], rtol=0, atol=0)  # update 1 still running
+    th.testing.assert_close(seen.weights[2], plain.weights[1], rtol=0, atol=0)  # update 1 is the synchronous one's
+    assert not th.equal(seen.weights[3], plain.weights[2])  # from update 2 on, trained on a lagged rollout
+    assert seen.counts == plain.counts == [0, 128, 256, 384, 512]  # statistics fold in as before
+    again, _ = overlapped(True, tiny)
+    for key, value in model.policy.state_dict().items():
+        th.testing.assert_close(again.policy.state_dict()[key], value, rtol=0, atol=0, msg=key)
+
+
+def test_with_overlapped_updates_the_model_at_rest_holds_the_last_update_and_its_statistics(
+    tmp_path: pathlib.Path, tiny: dict[str, Any]
+) -> None:
+    """After learn(), in memory and in the saved file: the last update applied, paired with the statistics it
+    used; the next rollout still samples with the weights before it, so a continued run is one longer run."""
+    longer, _ = overlapped(True, tiny, steps=128 * 7)  # first: building a model seeds torch's generator
+    model, _ = overlapped(True, tiny)
+    assert model.policy.features_extractor.obs_rms.count.item() == 128 * 4  # the last update's statistics
+    last_update = model._pending
+    assert last_update is not None
+    trained_weights = [th.tensor(np.asarray(p)) for p in last_update.parameters()]
+    graph_weights = model._pending_parameters()
+    for weight, trained in zip(graph_weights, trained_weights, strict=True):
+        th.testing.assert_close(weight.detach(), trained, rtol=0, atol=0)
+    model.save(tmp_path / "model")
+    at_rest = {key: value.clone() for key, value in model.policy.state_dict().items()}
+    model.learn(128 * 2, reset_num_timesteps=False)
+    for key, value in longer.policy.state_dict().items():
+        th.testing.assert_close(model.policy.state_dict()[key], value, rtol=0, atol=0, msg=key)
+    loaded = PPO.load(tmp_path / "model")  # (loading seeds torch's generator, as SB3's load does)
+    for key, value in at_rest.items():
+        th.testing.assert_close(loaded.policy.state_dict()[key], value, rtol=0, atol=0, msg=key)
+
+
+def test_overlapped_updates_need_the_compiled_update_and_say_so(tiny: dict[str, Any]) -> None:
+    model = PPO("MlpPolicy", "RoboHopper-v0", n_envs=2, seed=0, overlap_update=True, train_backend="torch", **tiny)
+    with pytest.warns(UserWarning, match="overlap_update=True needs the compiled JAX update.*after each rollout"):
+        model.learn(256)
+    synchronous = PPO("MlpPolicy", "RoboHopper-v0", n_envs=2, seed=0, train_backend="torch", **tiny).learn(256)
+    for key, value in synchronous.policy.state_dict().items():
+        th.testing.assert_close(model.policy.state_dict()[key], value, rtol=0, atol=0, msg=key)

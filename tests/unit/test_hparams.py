@@ -218,6 +218,7 @@ def test_the_keys_roboppo_adds_are_those_of_its_signatures() -> None:
         mine, sb3 = validation._settings_of(ours), validation._settings_of(theirs)
         return {key: value for key, value in mine.items() if sb3.get(key) != value}
 
-    declared = dict(validation.ROBOPPO_PPO_KEYS, train_backend=(str, type(None)))  # None means "auto" in PPO
+    # None means "auto" (train_backend) or "the entry's, else False" (overlap_update) in PPO
+    declared = dict(validation.ROBOPPO_PPO_KEYS, train_backend=(str, type(None)), overlap_update=(bool, type(None)))
     assert added(PPO.__init__, SB3PPO.__init__) == declared
     assert added(TanhGaussianPolicy.__init__, ActorCriticPolicy.__init__) == validation.ROBOPPO_POLICY_KEYS
