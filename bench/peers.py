@@ -27,7 +27,7 @@ Tables:
    roboppo and each family's fastest variant of table 1; a **floor** process imports torch and SB3
    and only steps roboppo's 16 envs as often, with random actions.
 
-    python bench/peers.py --repeats 3 --rollouts 4 --batch-sizes 64 512 --whole-run --out bench/results/peers.md
+    python bench/peers.py --repeats 3 --rollouts 8 --batch-sizes 64 512 --whole-run --out bench/results/peers.md
 
 SBX, EnvPool and torchrl are optional (``pip install 'roboppo[bench]'``); a missing one is reported as such.
 """
