@@ -554,7 +554,7 @@ class PPO(SB3PPO):
             warnings.warn(
                 f"overlap_update=True needs the compiled JAX update; {PATH_NAMES['update', choice.path]} "
                 f"({choice.reason}), so this model trains after each rollout.",
-                stacklevel=3,
+                stacklevel=6,  # the caller of learn()
             )
 
     def _path_ran(self, part: str, choice: Choice) -> None:
