@@ -41,16 +41,6 @@ ROUNDS = ("serial", "beside", "beside, update at nice 19", "beside, update at id
 STEPS = 16 * 128
 
 
-def xla_threads() -> list[int]:
-    """The ids of this process's XLA compute threads (named ``*XLAEigen*`` by XLA's CPU client)."""
-    ids = []
-    for tid in os.listdir("/proc/self/task"):
-        with open(f"/proc/self/task/{tid}/comm") as comm:
-            if "XLAEigen" in comm.read():
-                ids.append(int(tid))
-    return ids
-
-
 def lower(threads: list[int], how: str) -> None:
     for tid in threads:
         if how == "nice":
@@ -113,9 +103,9 @@ def measure(batch_size: int, repeats: int) -> dict[str, Any]:
     result = {"rollout": timed(rollout), "update": timed(train)}
     result["serial"] = result["rollout"] + result["update"]
     result["beside"] = timed(beside)
-    lower(xla_threads(), "nice")
+    lower(jax_train.compute_threads(), "nice")
     result[ROUNDS[2]] = timed(beside)
-    lower(xla_threads(), "idle")
+    lower(jax_train.compute_threads(), "idle")
     result[ROUNDS[3]] = timed(beside)
     result["update at idle priority, alone"] = timed(train)
     return result

@@ -146,13 +146,28 @@ def start(graph: PolicyGraph, batch: RolloutBatch, settings: UpdateSettings, bac
     return PendingUpdate(outputs, settings)
 
 
-#: XLA's CPU compute threads already put at the lowest priority, and the other threads of the process seen
+#: XLA's CPU compute threads already put at the lowest priority
 _LOWERED: set[int] = set()
-_SEEN: set[int] = set()
+
+
+def compute_threads() -> list[int]:
+    """The ids of this process's XLA CPU compute threads (named ``*XLAEigen*``); none outside Linux."""
+    tasks = pathlib.Path("/proc/self/task")
+    if not tasks.is_dir():
+        return []
+    ids = []
+    for task in tasks.iterdir():
+        try:
+            name = (task / "comm").read_text()
+        except OSError:  # the thread ended
+            continue
+        if "XLAEigen" in name:
+            ids.append(int(task.name))
+    return ids
 
 
 def lower_compute_threads() -> None:
-    """Put XLA's CPU compute threads (named ``*XLAEigen*``) at the lowest priority, nice 19, each once.
+    """Put XLA's CPU compute threads (:func:`compute_threads`) at the lowest priority, nice 19, each once.
 
     An update running beside a rollout then takes a core only where the rollout leaves one free,
     instead of slowing the physics threads the rollout waits for. A thread's priority cannot be
@@ -160,19 +175,10 @@ def lower_compute_threads() -> None:
     other JAX work on the CPU in it (a Brax env, another model's update) runs at that priority too,
     which costs nothing on cores nothing else wants. Outside Linux, nothing is changed.
     """
-    tasks = pathlib.Path("/proc/self/task")
-    if not hasattr(os, "setpriority") or not tasks.is_dir():
+    if not hasattr(os, "setpriority"):
         return
-    for task in tasks.iterdir():
-        tid = int(task.name)
-        if tid in _SEEN:
-            continue
-        try:
-            name = (task / "comm").read_text()
-        except OSError:  # the thread ended
-            continue
-        _SEEN.add(tid)
-        if "XLAEigen" in name:
+    for tid in compute_threads():
+        if tid not in _LOWERED:
             os.setpriority(os.PRIO_PROCESS, tid, 19)
             _LOWERED.add(tid)
 

@@ -39,7 +39,7 @@ from roboppo.ppo.fast_paths import describe as describe_graph
 from roboppo.ppo.policies import TanhGaussianPolicy
 from roboppo.ppo.rollout import flat_batch, policy_actions, truncation_values
 from roboppo.ppo.sampler import RolloutSampler
-from roboppo.ppo.update import UpdateSettings, UpdateStats
+from roboppo.ppo.update import RolloutBatch, UpdateSettings, UpdateStats
 
 SelfPPO = TypeVar("SelfPPO", bound="PPO")
 
@@ -490,11 +490,8 @@ class PPO(SB3PPO):
         """``overlap_update``: hand this rollout's update to JAX and fold its observations in; the next rollout
         samples with the weights as they are while the update runs (:meth:`_finish_pending` writes it)."""
         assert choice.graph is not None
-        policy = choice.graph.policy
-        policy.set_training_mode(True)
-        self._update_learning_rate(policy.optimizer)
-        settings = self._update_settings(policy)
-        pending = jax_train.start(choice.graph, flat_batch(self.rollout_buffer, self.device), settings, background=True)
+        _, settings, batch = self._update_inputs()
+        pending = jax_train.start(choice.graph, batch, settings, background=True)
         pending.statistics = self._normalizer_states()
         pending.explained_variance = self._explained_variance()
         self._pending = pending
@@ -513,13 +510,16 @@ class PPO(SB3PPO):
         self._record_update(stats, pending.settings, pending.explained_variance)
         self._adapt_learning_rate()
 
-    def _train_pre_tanh(self, choice: Choice) -> None:
+    def _update_inputs(self) -> tuple[TanhGaussianPolicy, UpdateSettings, RolloutBatch]:
+        """Training mode and this rollout's learning rate set: the policy, the update's settings, the rollout."""
         policy = self.policy
         assert isinstance(policy, TanhGaussianPolicy)
         policy.set_training_mode(True)
         self._update_learning_rate(policy.optimizer)
-        settings = self._update_settings(policy)
-        batch = flat_batch(self.rollout_buffer, self.device)
+        return policy, self._update_settings(policy), flat_batch(self.rollout_buffer, self.device)
+
+    def _train_pre_tanh(self, choice: Choice) -> None:
+        policy, settings, batch = self._update_inputs()
         if choice.graph is not None:
             stats = jax_train.train(choice.graph, batch, settings)
         else:
