@@ -215,14 +215,15 @@ def test_a_stock_checkpoint_continues_only_its_own_run(tmp_path: pathlib.Path, c
     assert f"{checkpoint} cannot be read" in capsys.readouterr().out
 
 
-def test_a_resumed_run_with_overlapped_updates_ends_as_the_uninterrupted_run(tmp_path: pathlib.Path) -> None:
+def test_a_resumed_run_with_overlapped_updates_ends_as_the_uninterrupted_run(
+    finished: pathlib.Path, tmp_path: pathlib.Path
+) -> None:
     """Its checkpoints hold the update that was running beside the rollout, so resuming is exact too."""
-    finished = train(tmp_path / "whole", ENV, "-p", "overlap_update=true")
-    assert yaml.safe_load((finished / "config.yml").read_text())["hyperparams"]["overlap_update"] is True
-    synchronous = train(tmp_path / "synchronous")
-    assert not np.array_equal(weights(finished / "model.zip")[0], weights(synchronous / "model.zip")[0])
-    run = interrupted_copy(finished, tmp_path / "copy")
+    overlapped = train(tmp_path / "whole", ENV, "-p", "overlap_update=true")
+    assert yaml.safe_load((overlapped / "config.yml").read_text())["hyperparams"]["overlap_update"] is True
+    assert not np.array_equal(weights(overlapped / "model.zip")[0], weights(finished / "model.zip")[0])
+    run = interrupted_copy(overlapped, tmp_path / "copy")
     assert main(["train", "--resume", str(run), "--no-progress-bar"]) == 0
-    assert_same_model(run / "model.zip", finished / "model.zip")
-    assert_same_model(run / "best_model.zip", finished / "best_model.zip")
-    assert_same_evaluations(run, finished)
+    assert_same_model(run / "model.zip", overlapped / "model.zip")
+    assert_same_model(run / "best_model.zip", overlapped / "best_model.zip")
+    assert_same_evaluations(run, overlapped)

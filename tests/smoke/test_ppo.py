@@ -55,14 +55,16 @@ def test_first_minibatch_ratio_is_one(tiny: dict[str, Any]) -> None:
 
 
 class StatisticsSeen(BaseCallback):
-    """The observation count the policy samples with at each rollout's start."""
+    """The observation count the policy samples with at each rollout's start, and its weights then."""
 
     def __init__(self) -> None:
         super().__init__()
         self.counts: list[float] = []
+        self.weights: list[th.Tensor] = []
 
     def _on_rollout_start(self) -> None:
         self.counts.append(self.model.policy.features_extractor.obs_rms.count.item())
+        self.weights.append(th.nn.utils.parameters_to_vector(self.model.policy.parameters()).detach().clone())
 
     def _on_step(self) -> bool:
         return True
@@ -243,24 +245,8 @@ def test_past_an_entrys_budget_a_longer_run_ends_with_the_same_model(
         th.testing.assert_close(longer[key], value, rtol=0, atol=0, msg=key)
 
 
-class WeightsSeen(BaseCallback):
-    """The policy's weights and observation count at each rollout's start."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.weights: list[th.Tensor] = []
-        self.counts: list[float] = []
-
-    def _on_rollout_start(self) -> None:
-        self.weights.append(th.nn.utils.parameters_to_vector(self.model.policy.parameters()).detach().clone())
-        self.counts.append(self.model.policy.features_extractor.obs_rms.count.item())
-
-    def _on_step(self) -> bool:
-        return True
-
-
-def overlapped(overlap_update: bool, tiny: dict[str, Any], steps: int = 128 * 5) -> tuple[PPO, WeightsSeen]:
-    seen = WeightsSeen()
+def overlapped(overlap_update: bool, tiny: dict[str, Any], steps: int = 128 * 5) -> tuple[PPO, StatisticsSeen]:
+    seen = StatisticsSeen()
     model = PPO("MlpPolicy", "RoboHopper-v0", n_envs=2, seed=0, overlap_update=overlap_update, **tiny)
     return model.learn(steps, callback=seen), seen
 
