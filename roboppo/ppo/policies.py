@@ -15,6 +15,7 @@ from stable_baselines3.common.type_aliases import Schedule
 
 from roboppo.common.distributions import HALF_LOG_2PI, TanhNormalDistribution, tanh_log_det_jacobian
 from roboppo.common.normalization import NormalizedFlattenExtractor
+from roboppo.common.optimizers import without_dynamo_import
 
 # The methods through which SB3 code samples and scores actions. A subclass that overrides one of
 # them keeps SB3's contract (env-space actions) everywhere, and PPO trains it through that contract.
@@ -166,11 +167,9 @@ class TanhGaussianPolicy(ActorCriticPolicy):
 @functools.cache
 def fused_adam_available() -> bool:
     """Whether this torch runs Adam's fused kernel on the CPU (torch 2.4 and later); earlier ones refuse it."""
-    parameter = th.zeros(1, requires_grad=True)
     try:
-        optimizer = th.optim.Adam([parameter], fused=True)
-        parameter.grad = th.ones(1)
-        optimizer.step()
+        with without_dynamo_import():
+            th.optim.Adam([th.zeros(1, requires_grad=True)], fused=True)  # torch 2.3 refuses CPU tensors here
     except (RuntimeError, TypeError, ValueError):
         return False
     return True

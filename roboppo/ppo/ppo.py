@@ -29,6 +29,7 @@ from roboppo.common.env_util import check_finite, make_env_from_id
 from roboppo.common.errors import ModelLoadError
 from roboppo.common.files import atomic_target
 from roboppo.common.hparams import ACTIVATIONS, TRAIN_BACKENDS, ZooEntry, capped_budget
+from roboppo.common.optimizers import without_dynamo_import
 from roboppo.common.schedules import KLAdaptiveLR
 from roboppo.common.validation import NOT_SETTINGS
 from roboppo.common.vec_env import FlattenDictVecEnv, flatten_dict_obs, flattenable
@@ -177,7 +178,7 @@ class PPO(SB3PPO):
         # with overlap_update: the update running beside the rollout, and (at rest) the weights the rollout samples with
         self._pending: jax_train.PendingUpdate | None = None
         self._sampling_weights: list[th.Tensor] | None = None
-        with _flattening(flatten):
+        with _flattening(flatten), without_dynamo_import():
             super().__init__(**(given | settings))
         if entry is not None and self.verbose >= 1:
             print(describe(entry.source, self.hyperparams, replaced))
@@ -628,7 +629,7 @@ class PPO(SB3PPO):
         target and renamed into place, so an interrupted save never leaves a half-written model.
         File objects are written as SB3 writes them.
         """
-        with self.trained_pair():
+        with self.trained_pair(), without_dynamo_import():
             if not isinstance(path, (str, pathlib.Path)):
                 super().save(path, exclude, include)
                 return
@@ -662,7 +663,7 @@ class PPO(SB3PPO):
         custom_objects = {**_retired_objects(path), **(custom_objects or {})}
         # a model whose policy read a Dict env flattened saved the flat space; one of SB3's policies, the Dict
         flatten = env is None or not isinstance(_saved_observation_space(path), spaces.Dict)
-        with _flattening(flatten):
+        with _flattening(flatten), without_dynamo_import():
             return super().load(path, env, device, custom_objects, print_system_info, force_reset, **kwargs)
 
 
