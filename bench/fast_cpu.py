@@ -67,6 +67,12 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+def cpu_seconds() -> float:
+    """CPU seconds this process has used so far, all its threads (not its child processes)."""
+    times = os.times()
+    return times.user + times.system
+
+
 def current_rss_mb() -> float:
     with open("/proc/self/statm") as statm:
         pages = int(statm.read().split()[1])
@@ -187,10 +193,10 @@ def ppo_run(
     vector_env = getattr(model.get_env().unwrapped, "vector_env", None)
     if vector_env is not None:  # roboppo's batched env under SB3's VecEnv adapter
         _timed(vector_env, "step", clock)
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), cpu_seconds()
     model.learn(rollouts * rollout_steps, reset_num_timesteps=False)
-    seconds = time.perf_counter() - start
-    result = {"sps": rollouts * rollout_steps / seconds, "seconds": seconds, "peak_mb": peak_rss_mb()}
+    seconds, cpu = time.perf_counter() - start, cpu_seconds() - cpu
+    result = {"sps": rollouts * rollout_steps / seconds, "seconds": seconds, "peak_mb": peak_rss_mb(), "cpu": cpu}
     result["phases"] = {
         "stepping": clock["step"],
         "inference": clock["collect_rollouts"] - clock["step"],

@@ -22,6 +22,9 @@ Tables:
    family's fastest is marked, and roboppo's rate is divided by it. roboppo's env alone (random
    actions, no policy) bounds what its PPO could reach.
    Every round's rate follows, with roboppo over each family's fastest taken as medians of the rounds.
+   Then each system's work: the CPU time its process spent per step (all its threads; systems with
+   envs in other processes left out) and the rate that work allows on 2 cores, roboppo's over each
+   family's fastest measured rate.
 2. ``--whole-run``: ``--whole-run-steps`` (1M) steps as a whole ``python`` process per system, wall
    seconds from its start (imports, model, JAX's compilation with an empty cache) to its end, for
    roboppo and each family's fastest variant of table 1; a **floor** process imports torch and SB3
@@ -51,7 +54,7 @@ from typing import Any
 import fast_cpu
 import numpy as np
 from _report import publish
-from fast_cpu import TWINS, env_rates, hparams, peak_rss_mb, ppo_run
+from fast_cpu import TWINS, cpu_seconds, env_rates, hparams, peak_rss_mb, ppo_run
 from fast_cpu import make_model as fast_cpu_model
 from stable_baselines3.common.vec_env import VecEnv
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvStepReturn
@@ -237,11 +240,11 @@ def torchrl_run(system: str, env_id: str, n_envs: int, settings: dict[str, Any],
     loop = torchrl_ppo(system, env_id, n_envs, settings, (rollouts + 1) * rollout)
     next(loop)  # built
     next(loop)  # warm-up rollout and update
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), cpu_seconds()
     for _ in loop:
         pass
-    seconds = time.perf_counter() - start
-    return {"sps": rollouts * rollout / seconds, "seconds": seconds, "peak_mb": peak_rss_mb()}
+    seconds, cpu = time.perf_counter() - start, cpu_seconds() - cpu
+    return {"sps": rollouts * rollout / seconds, "seconds": seconds, "peak_mb": peak_rss_mb(), "cpu": cpu}
 
 
 # -- steady state ---------------------------------------------------------------------------------
@@ -289,18 +292,23 @@ def steady_tables(args: argparse.Namespace, systems: list[str]) -> tuple[str, di
     texts, fastest = [], {}
     for env_id in args.envs:
         rounds: dict[int, dict[str, list[float]]] = {}
+        work: dict[int, dict[str, list[tuple[float, float]]]] = {}  # (CPU seconds per step, cores busy) per round
         for batch_size in args.batch_sizes:
             settings, rounds[batch_size] = hparams(batch_size, args.epochs), {system: [] for system in systems}
+            work[batch_size] = {system: [] for system in systems}
             for _ in range(args.repeats):  # interleaved, so that a slow minute hits every system alike
                 for system in systems:
-                    rate = in_process(steady_run, system, env_id, args.n_envs, settings, args.rollouts)["sps"]
+                    run = in_process(steady_run, system, env_id, args.n_envs, settings, args.rollouts)
+                    rate = run["sps"]
                     print(f"{env_id} batch {batch_size} {system}: {rate:,.0f} steps/s", flush=True)
                     rounds[batch_size][system].append(rate)
+                    work[batch_size][system].append((run["cpu"] / (rate * run["seconds"]), run["cpu"] / run["seconds"]))
         env_alone = in_process(env_rates, env_id, args.n_envs, 2, ("roboppo",), args.repeats)["roboppo"]
         best = {size: {system: max(rates) for system, rates in by_system.items()} for size, by_system in rounds.items()}
         fastest[env_id] = {size: _fastest(rates) for size, rates in best.items()}
         texts.append(_steady_text(args, env_id, systems, best, fastest[env_id], env_alone))
         texts.append(_rounds_text(rounds, fastest[env_id]))
+        texts.append(_work_text(work, best, fastest[env_id]))
     return "\n\n".join(texts), fastest
 
 
@@ -384,6 +392,49 @@ def _rounds_text(rounds: dict[int, dict[str, list[float]]], fastest: dict[int, d
         for peer in (fastest[size][family] for family in FAMILIES if family in fastest[size])
     ]
     lines += ["", "Over each family's fastest, both as medians of their rounds: " + "; ".join(ratios) + "."]
+    return "\n".join(lines)
+
+
+def _work_text(
+    work: dict[int, dict[str, list[tuple[float, float]]]],
+    best: dict[int, dict[str, float]],
+    fastest: dict[int, dict[str, str]],
+) -> str:
+    """CPU seconds per step of each system, the rate that work allows on 2 cores, and roboppo's allowed rate over
+    each family's fastest measured rate."""
+    sizes = list(work)
+    lines = [
+        "**Work per step**: CPU time the system's process used (all its threads) per 1,000 steps of the timed "
+        "rollouts, the cores it kept busy on average, and the rate its work would allow if it kept both cores busy "
+        "all the time (2 cores over the CPU time per step); medians of the rounds. Systems stepping their envs in "
+        "other processes are left out: their workers' time is not counted.",
+        "",
+        "| system | " + " | ".join(f"batch {n}: CPU ms / 1k steps | cores busy | 2-core bound" for n in sizes) + " |",
+        "|---|" + "---:|---:|---:|" * len(sizes),
+    ]
+    bound: dict[int, dict[str, float]] = {size: {} for size in sizes}
+    for system in work[sizes[0]]:
+        if SYSTEMS[system][1].startswith(("SubprocVecEnv", "GymEnv(num_envs")):
+            continue
+        cells = []
+        for size in sizes:
+            per_step = float(np.median([cpu for cpu, _ in work[size][system]]))
+            busy = float(np.median([cores for _, cores in work[size][system]]))
+            bound[size][system] = 2 / per_step
+            cells += [f"{per_step * 1e6:,.0f}", f"{busy:.2f}", f"{2 / per_step:,.0f}"]
+        lines.append(f"| {system} | " + " | ".join(cells) + " |")
+    ratios = [
+        f"{ours} {bound[size][ours] / best[size][peer]:.2f}x {peer} at batch {size}"
+        for ours in OURS
+        if ours in bound[sizes[0]]
+        for size in sizes
+        for peer in (fastest[size][family] for family in FAMILIES if family in fastest[size])
+    ]
+    lines += [
+        "",
+        "roboppo's 2-core bound over each peer family's fastest measured rate, the most any packing of roboppo's "
+        "work onto these 2 cores could show: " + "; ".join(ratios) + ".",
+    ]
     return "\n".join(lines)
 
 
