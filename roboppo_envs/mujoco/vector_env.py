@@ -58,6 +58,17 @@ STATE_FIELDS = ("qpos", "qvel")
 #: one scratch ``MjData``: a batch call wakes its threads, which costs more than a few forwards of a small
 #: model (the double pendulum's take about 5 us each); more copies use the batch's threads
 FEW_RESETS_DOFS = 256
+#: MuJoCo's switch for its collision stage
+NO_CONTACT = int(mujoco.mjtDisableBit.mjDSBL_CONTACT)
+
+
+def contacts_possible(model: mujoco.MjModel) -> bool:
+    """Whether MuJoCo's collision stage can find a contact in ``model``: an explicit pair, a flex, or two geoms
+    passing its filter (one's ``contype`` sharing a bit with the other's ``conaffinity``; checked over all geoms
+    at once, so a False is certain)."""
+    if model.npair or model.nflex:
+        return True
+    return bool(np.bitwise_or.reduce(model.geom_contype) & np.bitwise_or.reduce(model.geom_conaffinity))
 
 
 class MujocoCompilerWarning(UserWarning):
@@ -207,6 +218,9 @@ class MujocoVectorEnv(VectorEnv, EzPickle):
         # of them from before a step (the double pendulum, the arms)
         self._scratch = mujoco.MjData(self.model) if set(self.task.before_fields) <= set(STATE_FIELDS) else None
         self._few_resets = max(2, FEW_RESETS_DOFS // self.model.nv)
+        # a model no two of whose geoms can touch (the pendulums, Reacher) skips MuJoCo's collision stage, checked
+        # again before every step so that an edit making contacts possible (a geom's contype) is simulated
+        self._collision_free = not contacts_possible(self.model)
         self._stale = np.zeros(num_envs, dtype=bool)  # reset without mj_forward: positions of the old episode
         self._obs: np.ndarray | None = None  # the observations last returned (a copy: a masked reset keeps the others)
         self._cameras: dict[int, mujoco.MjvCamera] = {}  # each copy's render camera, once it rendered
@@ -519,7 +533,10 @@ class MujocoVectorEnv(VectorEnv, EzPickle):
         before = self._before()
         self._before_rows, self._left = {}, {}
         self._ctrl[:] = actions
-        self._batch.step(nstep=self.frame_skip)  # mj_step frame_skip times per copy, as MujocoEnv.do_simulation
+        if self._collision_free and not contacts_possible(self.model):
+            self._step_without_collisions()
+        else:
+            self._batch.step(nstep=self.frame_skip)  # mj_step frame_skip times per copy, as MujocoEnv.do_simulation
         if self._contact is not None:
             self._contact.update()
         self._stale[:] = False
@@ -528,6 +545,18 @@ class MujocoVectorEnv(VectorEnv, EzPickle):
         reward, terminated, terms = self.task.step(before, self._state, actions, obs64)
         self._check_finite(obs64, reward, ignore)
         return obs64, reward, terminated, terms
+
+    def _step_without_collisions(self) -> None:
+        """``Batch.step`` with MuJoCo's collision stage switched off for the call: the same step where no contact
+        can arise (:func:`contacts_possible`), without the stage's pass over every geom (about a sixth of the
+        double pendulum's ``mj_step``). The model's flags are as they were after the call."""
+        options = self.model.opt
+        flags = options.disableflags
+        options.disableflags = flags | NO_CONTACT
+        try:
+            self._batch.step(nstep=self.frame_skip)
+        finally:
+            options.disableflags = flags
 
     def _before(self) -> State:
         """The fields the next step's reward reads from before it, for every copy."""

@@ -13,7 +13,7 @@ from gymnasium.vector import AutoresetMode
 
 import roboppo_envs
 from roboppo_envs.mujoco import MujocoVectorEnv, RoboHopperVectorEnv
-from roboppo_envs.mujoco.vector_env import MujocoCompilerWarning, available_cpus
+from roboppo_envs.mujoco.vector_env import MujocoCompilerWarning, available_cpus, contacts_possible
 from tests.conftest import ROBO_IDS
 
 
@@ -240,6 +240,32 @@ def test_an_edit_to_the_model_reaches_the_physics_as_in_a_single_env() -> None:
         obs, *_ = envs.step(actions)
         single_obs, *_ = single.step(actions[0])
     np.testing.assert_array_equal(obs[0], single_obs)
+
+
+def test_a_model_without_possible_contacts_steps_as_gymnasiums_before_and_after_an_edit_allowing_them() -> None:
+    """The double pendulum's geoms cannot touch (contype 0), so its batch skips MuJoCo's collision stage; an
+    edit letting every geom touch every other, with the floor raised into the poles, is simulated, contacts
+    included, as in Gymnasium's env."""
+    envs = gym.make_vec("roboppo/InvertedDoublePendulum-v5", num_envs=1).unwrapped
+    single = gym.make("InvertedDoublePendulum-v5").unwrapped
+    assert not contacts_possible(envs.model)
+    floor = mujoco.mj_name2id(single.model, mujoco.mjtObj.mjOBJ_GEOM, "floor")
+    envs.reset(seed=3)
+    single.reset(seed=3)
+    flags = envs.model.opt.disableflags
+    actions = np.full((1, 1), 0.05)
+    for step in range(7):
+        if step == 3:
+            for model in (envs.model, single.model):
+                for field in ("geom_contype", "geom_conaffinity", "body_contype", "body_conaffinity"):
+                    getattr(model, field)[:] = 1
+                model.geom_pos[floor, 2] = 0.9  # the floor now cuts through the poles
+        obs, reward, terminated, *_ = envs.step(actions)
+        single_obs, single_reward, *_ = single.step(actions[0])
+        np.testing.assert_array_equal(obs[0], single_obs.astype(obs.dtype))
+        assert reward[0] == single_reward and not terminated[0]
+    assert single.data.ncon > 0, "the edit made contacts happen, so a skipped collision stage would show"
+    assert envs.model.opt.disableflags == flags
 
 
 def test_close_releases_the_batch() -> None:
