@@ -35,14 +35,15 @@ def reset_mask(options: dict[str, Any] | None, num_envs: int, name: str, first_r
     mask = (options or {}).get("reset_mask")
     if mask is None:
         return None
-    if not isinstance(mask, np.ndarray) or mask.dtype != np.bool_ or mask.shape != (num_envs,):
-        raise ValueError(
-            f"{name}: options['reset_mask'] must be a bool NumPy array of shape ({num_envs},), got {mask!r}."
-        )
+    wanted = f"a bool NumPy array of shape ({num_envs},)"
+    if not isinstance(mask, np.ndarray) or mask.dtype != np.bool_:  # SyncVectorEnv's TypeError
+        raise TypeError(f"{name}: options['reset_mask'] must be {wanted}, got {mask!r}.")
+    if mask.shape != (num_envs,):
+        raise ValueError(f"{name}: options['reset_mask'] must be {wanted}, got shape {mask.shape}.")
     if not mask.any():
         raise ValueError(f"{name}: options['reset_mask'] must contain at least one True value.")
-    if first_reset:
-        raise ValueError(f"{name}: the first reset() resets every copy; options['reset_mask'] comes later.")
+    if first_reset and not mask.all():
+        raise ValueError(f"{name}: the first reset() resets every copy; a partial options['reset_mask'] comes later.")
     return mask
 
 

@@ -237,6 +237,16 @@ class MujocoVectorEnv(VectorEnv, EzPickle):
         self._left: dict[int, mujoco.MjData] = {}  # a copy's MjData as a caller's method left it, until it steps
         self.closed = False
 
+    @property
+    def np_random_seed(self) -> tuple[int, ...]:  # type: ignore[override]
+        """Each copy's seed (-1 where unknown), as ``SyncVectorEnv`` gives its envs' ``np_random_seed``."""
+        return tuple(self._seeds)
+
+    @property  # type: ignore[misc]
+    def np_random(self) -> tuple[np.random.Generator, ...]:  # type: ignore[override]
+        """Each copy's generator, the one its resets draw from, as ``SyncVectorEnv`` gives its envs' ``np_random``."""
+        return tuple(self._rngs)
+
     @classmethod
     def _classes(cls, task: str | None) -> tuple[type[Any], type[MujocoTask]]:
         if task is None:
@@ -260,6 +270,7 @@ class MujocoVectorEnv(VectorEnv, EzPickle):
         As in Gymnasium, a copy reset without a seed continues its generator, so every reset after a
         seeded one is reproducible; only a copy that was never seeded draws from OS entropy.
         """
+        self._check_open()
         if isinstance(seed, list | tuple):
             seeds = list(seed)
         else:
@@ -293,8 +304,9 @@ class MujocoVectorEnv(VectorEnv, EzPickle):
         ``final_info`` (rows where ``_final_obs`` / ``_final_info`` are True; ``final_obs`` is one
         array, not an array of objects).
         """
-        actions = self._checked_actions(np.asarray(actions))
+        self._check_open()
         pending = self._autoreset if self.autoreset_mode == AutoresetMode.NEXT_STEP else np.zeros_like(self._autoreset)
+        actions = self._checked_actions(np.asarray(actions), ignore=pending)
         if self.autoreset_mode == AutoresetMode.DISABLED and self._autoreset.any():
             raise RuntimeError(
                 f"{self.name}: copies {np.flatnonzero(self._autoreset).tolist()} finished their episodes; with "
@@ -609,7 +621,13 @@ class MujocoVectorEnv(VectorEnv, EzPickle):
 
     # -- checks ---------------------------------------------------------------------------------
 
-    def _checked_actions(self, actions: np.ndarray) -> np.ndarray:
+    def _check_open(self) -> None:
+        if self.closed:
+            raise RuntimeError(f"{self.name}: this env was closed, which released its simulations; make a new one.")
+
+    def _checked_actions(self, actions: np.ndarray, ignore: np.ndarray | None = None) -> np.ndarray:
+        """``actions`` checked; the rows of copies in ``ignore`` (reset by this step under ``NEXT_STEP``, their
+        actions unused, as Gymnasium's ``SyncVectorEnv`` never passes them on) are not checked, and zeroed."""
         expected = (self.num_envs, self.model.nu)
         if actions.shape != expected or actions.dtype.kind not in "biuf":
             raise ValueError(
@@ -619,8 +637,12 @@ class MujocoVectorEnv(VectorEnv, EzPickle):
         # any numeric dtype, kept as Gymnasium's env keeps it: ``data.ctrl`` casts it to float64, and the
         # control costs are computed in the action's own dtype (an integer cost for integer actions)
         if not np.isfinite(actions).all():
-            rows = np.flatnonzero(~np.isfinite(actions).all(axis=1)).tolist()
-            raise ValueError(f"{self.name}: actions contain NaN or inf (copies {rows}); check the policy's output.")
+            bad = ~np.isfinite(actions).all(axis=1) & (True if ignore is None else ~ignore)
+            if bad.any():
+                rows = np.flatnonzero(bad).tolist()
+                raise ValueError(f"{self.name}: actions contain NaN or inf (copies {rows}); check the policy's output.")
+            assert ignore is not None  # the bad rows are all ignored ones
+            actions = np.where(expand(ignore, actions), 0, actions).astype(actions.dtype)  # MuJoCo would warn
         return actions
 
     def _check_finite(self, obs: np.ndarray, reward: np.ndarray, ignore: np.ndarray | None = None) -> None:

@@ -167,8 +167,21 @@ def test_reset_mask_resets_only_the_masked_copies_as_sync_does(mode: AutoresetMo
     assert_same(ours.step(step), theirs.step(step), "the step after it")
     with pytest.raises(ValueError, match=r"reset_mask.*at least one True"):
         ours.reset(options={"reset_mask": np.zeros(N, bool)})
+    for wrong in ([True, False, True], np.array([1, 0, 1])):  # SyncVectorEnv raises TypeError for both
+        for envs in (ours, theirs):
+            with pytest.raises(TypeError, match="reset_mask"):
+                envs.reset(options={"reset_mask": wrong})
     with pytest.raises(ValueError, match=r"reset_mask.*bool NumPy array of shape \(3,\)"):
-        ours.reset(options={"reset_mask": [True, False, True]})
+        ours.reset(options={"reset_mask": np.ones(N + 1, bool)})
+
+
+def test_a_first_reset_with_every_copy_masked_resets_them_all_as_sync_does() -> None:
+    ours, theirs = pair("Hopper")
+    every = np.ones(N, dtype=bool)
+    assert_same(ours.reset(seed=4, options={"reset_mask": every}), theirs.reset(seed=4, options={"reset_mask": every}),
+                "first reset, every copy masked")  # fmt: skip
+    with pytest.raises(ValueError, match="first reset"):
+        pair("Hopper")[0].reset(seed=4, options={"reset_mask": np.array([True, False, True])})
 
 
 def test_metadata_names_the_autoreset_mode_and_the_frame_rate() -> None:
@@ -215,3 +228,36 @@ def test_sb3_vec_env_methods_reach_each_copy_as_dummy_vec_env() -> None:
     assert ours.get_attr("spec", indices=[0])[0].id == "roboppo/Hopper-v5"
     assert_same(ours.env_method("state_vector", indices=[1, 2]), theirs.env_method("state_vector", indices=[1, 2]), "")
     assert_same(ours.get_images(), theirs.get_images(), "images")
+
+
+def test_a_nan_action_of_a_copy_reset_by_the_step_is_ignored_as_sync_does() -> None:
+    """Under NEXT_STEP the step after a copy finished resets it and never uses its action; any other NaN is refused."""
+    ours, theirs = pair("Hopper", max_episode_steps=2)
+    zeros = np.zeros((N, 3), np.float32)
+    for envs in (ours, theirs):
+        envs.reset(seed=0)
+        envs.step(zeros)
+        assert envs.step(zeros)[3].all()  # every copy truncated at its second step
+    ignored = zeros.copy()
+    ignored[0] = np.nan
+    assert_same(ours.step(ignored), theirs.step(ignored), "the resetting step with a NaN in copy 0's ignored row")
+    with pytest.raises(ValueError, match=r"NaN or inf \(copies \[0\]\)"):
+        ours.step(ignored)  # copy 0 now steps, so its NaN would reach the physics
+
+
+def test_np_random_and_its_seed_are_each_copys_as_on_sync() -> None:
+    ours, theirs = pair("Hopper")
+    for envs in (ours, theirs):
+        envs.reset(seed=3)
+    assert ours.np_random_seed == theirs.np_random_seed == (3, 4, 5)
+    ours_draws = [rng.integers(1 << 30) for rng in ours.np_random]
+    assert ours_draws == [rng.integers(1 << 30) for rng in theirs.np_random]
+
+
+def test_a_closed_env_says_so_where_it_would_need_its_simulations() -> None:
+    envs = gym.make_vec("roboppo/Hopper-v5", num_envs=2)
+    envs.reset(seed=0)
+    envs.close()
+    for call in (lambda: envs.reset(seed=0), lambda: envs.step(np.zeros((2, 3)))):
+        with pytest.raises(RuntimeError, match=r"closed.*make a new one"):
+            call()
