@@ -384,15 +384,23 @@ def _rounds_text(rounds: dict[int, dict[str, list[float]]], fastest: dict[int, d
             + " |"
         )
     medians = {size: {system: float(np.median(rates)) for system, rates in rounds[size].items()} for size in sizes}
-    ratios = [
-        f"{ours} {medians[size][ours] / medians[size][peer]:.2f}x {peer} at batch {size}"
-        for ours in OURS
-        if ours in medians[sizes[0]]
+    ratios = _ratios(medians, medians, fastest)
+    lines += ["", "Over each family's fastest, both as medians of their rounds: " + "; ".join(ratios) + "."]
+    return "\n".join(lines)
+
+
+def _ratios(
+    ours: dict[int, dict[str, float]], peers: dict[int, dict[str, float]], fastest: dict[int, dict[str, str]]
+) -> list[str]:
+    """Each of roboppo's systems in ``ours`` over each family's fastest in ``peers``, per batch size, as phrases."""
+    sizes = list(ours)
+    return [
+        f"{system} {ours[size][system] / peers[size][peer]:.2f}x {peer} at batch {size}"
+        for system in OURS
+        if system in ours[sizes[0]]
         for size in sizes
         for peer in (fastest[size][family] for family in FAMILIES if family in fastest[size])
     ]
-    lines += ["", "Over each family's fastest, both as medians of their rounds: " + "; ".join(ratios) + "."]
-    return "\n".join(lines)
 
 
 def _work_text(
@@ -423,13 +431,7 @@ def _work_text(
             bound[size][system] = 2 / per_step
             cells += [f"{per_step * 1e6:,.0f}", f"{busy:.2f}", f"{2 / per_step:,.0f}"]
         lines.append(f"| {system} | " + " | ".join(cells) + " |")
-    ratios = [
-        f"{ours} {bound[size][ours] / best[size][peer]:.2f}x {peer} at batch {size}"
-        for ours in OURS
-        if ours in bound[sizes[0]]
-        for size in sizes
-        for peer in (fastest[size][family] for family in FAMILIES if family in fastest[size])
-    ]
+    ratios = _ratios(bound, best, fastest)
     lines += [
         "",
         "roboppo's 2-core bound over each peer family's fastest measured rate, the most any packing of roboppo's "
