@@ -30,21 +30,25 @@ def time_limit(max_episode_steps: int | None, registered: int | None, name: str)
 def reset_mask(options: dict[str, Any] | None, num_envs: int, name: str, first_reset: bool) -> np.ndarray | None:
     """``options["reset_mask"]``, checked as ``SyncVectorEnv`` checks it; None when absent (every copy resets).
 
-    :param first_reset: the env was never reset, so every copy must be (a mask comes later).
+    :param first_reset: the env was never reset, so every copy must be (a partial mask comes later; a mask of every
+        copy is taken as none).
     """
     mask = (options or {}).get("reset_mask")
     if mask is None:
         return None
     wanted = f"a bool NumPy array of shape ({num_envs},)"
-    if not isinstance(mask, np.ndarray) or mask.dtype != np.bool_:  # SyncVectorEnv's TypeError
+    # checked in SyncVectorEnv's order, with its exception types
+    if not isinstance(mask, np.ndarray):
         raise TypeError(f"{name}: options['reset_mask'] must be {wanted}, got {mask!r}.")
     if mask.shape != (num_envs,):
         raise ValueError(f"{name}: options['reset_mask'] must be {wanted}, got shape {mask.shape}.")
+    if mask.dtype != np.bool_:
+        raise TypeError(f"{name}: options['reset_mask'] must be {wanted}, got dtype {mask.dtype}.")
     if not mask.any():
         raise ValueError(f"{name}: options['reset_mask'] must contain at least one True value.")
     if first_reset and not mask.all():
         raise ValueError(f"{name}: the first reset() resets every copy; a partial options['reset_mask'] comes later.")
-    return mask
+    return None if first_reset else mask  # a first reset masking every copy is a plain reset
 
 
 def expand(mask: np.ndarray, value: np.ndarray) -> np.ndarray:

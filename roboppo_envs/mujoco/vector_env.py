@@ -352,6 +352,7 @@ class MujocoVectorEnv(VectorEnv, EzPickle):
         """One frame per copy, as ``SyncVectorEnv`` (None without a ``render_mode``)."""
         if self.render_mode is None:
             return None
+        self._check_open()
         frames = []
         for index in range(self.num_envs):
             with self._as_copy(index):
@@ -385,6 +386,7 @@ class MujocoVectorEnv(VectorEnv, EzPickle):
         ``MjData`` and generator, and a call that changes the copy's physics state (``set_state``)
         writes it back to the copy.
         """
+        self._check_open()
         results = []
         for index in range(self.num_envs):
             with self._as_copy(index):
@@ -408,6 +410,7 @@ class MujocoVectorEnv(VectorEnv, EzPickle):
         share, so it takes one value for all. The task then reads the env again (reward weights,
         health ranges, ...), so the next step uses the new value.
         """
+        self._check_open()
         values = list(values) if isinstance(values, list | tuple) else [values] * self.num_envs
         if len(values) != self.num_envs:
             raise ValueError(f"{self.name}: set_attr({name!r}) needs one value or {self.num_envs}, got {len(values)}.")

@@ -172,6 +172,9 @@ def test_the_vector_api_as_gymnasium_documents_it() -> None:
     envs.close()
     envs.close()
     assert envs.closed
+    first = gym.make_vec("RoboBraxInvertedPendulum-v0", num_envs=3)
+    masked, _ = first.reset(seed=0, options={"reset_mask": np.ones(3, dtype=bool)})  # a first reset of every copy
+    np.testing.assert_array_equal(masked, gym.make_vec("RoboBraxInvertedPendulum-v0", num_envs=3).reset(seed=0)[0])
 
 
 def test_next_step_autoreset_returns_the_last_observation_then_resets() -> None:

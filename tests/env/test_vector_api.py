@@ -258,6 +258,13 @@ def test_a_closed_env_says_so_where_it_would_need_its_simulations() -> None:
     envs = gym.make_vec("roboppo/Hopper-v5", num_envs=2)
     envs.reset(seed=0)
     envs.close()
-    for call in (lambda: envs.reset(seed=0), lambda: envs.step(np.zeros((2, 3)))):
+    calls = (
+        lambda: envs.reset(seed=0),
+        lambda: envs.step(np.zeros((2, 3))),
+        lambda: envs.get_attr("dt"),
+        lambda: envs.call("state_vector"),
+        lambda: envs.set_attr("frame_skip", 4),
+    )
+    for call in calls:
         with pytest.raises(RuntimeError, match=r"closed.*make a new one"):
             call()
