@@ -639,13 +639,15 @@ class MujocoVectorEnv(VectorEnv, EzPickle):
             )
         # any numeric dtype, kept as Gymnasium's env keeps it: ``data.ctrl`` casts it to float64, and the
         # control costs are computed in the action's own dtype (an integer cost for integer actions)
-        if not np.isfinite(actions).all():
-            bad = ~np.isfinite(actions).all(axis=1) & (True if ignore is None else ~ignore)
+        finite = np.isfinite(actions)
+        if not finite.all():
+            bad = ~finite.all(axis=1)
+            if ignore is not None:
+                bad &= ~ignore
             if bad.any():
                 rows = np.flatnonzero(bad).tolist()
                 raise ValueError(f"{self.name}: actions contain NaN or inf (copies {rows}); check the policy's output.")
-            assert ignore is not None  # the bad rows are all ignored ones
-            actions = np.where(expand(ignore, actions), 0, actions).astype(actions.dtype)  # MuJoCo would warn
+            actions = np.where(finite, actions, 0).astype(actions.dtype)  # only ignored rows; MuJoCo would warn
         return actions
 
     def _check_finite(self, obs: np.ndarray, reward: np.ndarray, ignore: np.ndarray | None = None) -> None:
