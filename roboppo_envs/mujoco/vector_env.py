@@ -548,10 +548,10 @@ class MujocoVectorEnv(VectorEnv, EzPickle):
         before = self._before()
         self._before_rows, self._left = {}, {}
         self._ctrl[:] = actions
-        if self._collision_free and not contacts_possible(self.model):
-            self._step_without_collisions()
-        else:
-            self._batch.step(nstep=self.frame_skip)  # mj_step frame_skip times per copy, as MujocoEnv.do_simulation
+        # copies about to be reset are not stepped: their step would be discarded (EnvPool skips it too)
+        stepped = None if ignore is None or not ignore.any() else ~ignore
+        if stepped is None or stepped.any():
+            self._step_physics(stepped)
         if self._contact is not None:
             self._contact.update()
         self._stale[:] = False
@@ -561,7 +561,14 @@ class MujocoVectorEnv(VectorEnv, EzPickle):
         self._check_finite(obs64, reward, ignore)
         return obs64, reward, terminated, terms
 
-    def _step_without_collisions(self) -> None:
+    def _step_physics(self, copies: np.ndarray | None) -> None:
+        """``mj_step`` ``frame_skip`` times for each of ``copies`` (a mask, None for all), as in ``do_simulation``."""
+        if self._collision_free and not contacts_possible(self.model):
+            self._step_without_collisions(copies)
+        else:
+            self._batch.step(copies, nstep=self.frame_skip)
+
+    def _step_without_collisions(self, copies: np.ndarray | None) -> None:
         """``Batch.step`` with MuJoCo's collision stage switched off for the call: the same step where no contact
         can arise (:func:`contacts_possible`), without the stage's pass over every geom (about a sixth of the
         double pendulum's ``mj_step``). The model's flags are as they were after the call."""
@@ -569,7 +576,7 @@ class MujocoVectorEnv(VectorEnv, EzPickle):
         flags = options.disableflags
         options.disableflags = flags | NO_CONTACT
         try:
-            self._batch.step(nstep=self.frame_skip)
+            self._batch.step(copies, nstep=self.frame_skip)
         finally:
             options.disableflags = flags
 

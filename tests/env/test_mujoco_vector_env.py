@@ -228,6 +228,28 @@ def test_every_copy_steps_in_one_batch_on_the_requested_threads() -> None:
     assert (envs._batch.state != before).any(axis=1).all(), "one step moved every copy's state row"
 
 
+@pytest.mark.parametrize("env_id", ["roboppo/Hopper-v5", "roboppo/Reacher-v5"])  # with and without collisions
+def test_a_next_step_reset_does_not_simulate_the_copies_it_resets(env_id: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under NEXT_STEP the copies a step resets are left out of its physics (their step would be discarded)."""
+    envs = gym.make_vec(env_id, num_envs=3, max_episode_steps=2).unwrapped
+    stepped: list[list[bool] | None] = []
+    step = envs._batch.step
+
+    def spy(ids: np.ndarray | None, **kwargs: int) -> None:
+        stepped.append(ids if ids is None else ids.tolist())
+        step(ids, **kwargs)
+
+    monkeypatch.setattr(envs._batch, "step", spy)
+    envs.reset(seed=0)
+    actions = np.zeros((3, envs.single_action_space.shape[0]))
+    envs.step(actions)
+    envs.step(actions)  # every copy truncated
+    envs._autoreset[1] = False  # as if copy 1 were mid-episode: it steps, and its step count ends it
+    envs.step(actions)
+    envs.step(actions)
+    assert stepped == [None, None, [False, True, False], [True, False, True]]
+
+
 def test_an_edit_to_the_model_reaches_the_physics_as_in_a_single_env() -> None:
     envs = RoboHopperVectorEnv(num_envs=2)
     single = gym.make("RoboHopper-v0").unwrapped
