@@ -18,9 +18,11 @@ Tables (16 envs, 2 env threads, torch on one thread in every system):
    time to the first env step and wall time. A **floor** process (imports, env, random steps; no
    policy, no training) bounds what any system could reach.
 ``--suite`` makes table 1 alone for the eleven ``roboppo/<Name>-v5`` envs against EnvPool's ``<Name>-v5``
-(Humanoid, Ant and HumanoidStandup include roboppo's contact forces, ``mj_rnePostConstraint`` per copy):
+(Humanoid, Ant and HumanoidStandup include roboppo's contact forces, ``mj_rnePostConstraint`` per copy);
+``--policy MODEL`` drives one of them with a trained model instead of random actions:
 
     python bench/fast_cpu.py --suite --repeats 3 --out bench/results/suite_env_speed.md
+    python bench/fast_cpu.py --suite --envs roboppo/Humanoid-v5 --policy RUN/model.zip --repeats 3
 
 4. ``--scaling``: env and roboppo PPO over 1 and 2 threads and 8 to 64 envs;
    ``--memory-steps N``: roboppo's resident memory sampled after every rollout of an N-step run.
@@ -104,8 +106,15 @@ def make_env(system: str, env_id: str, n_envs: int, threads: int) -> Any:
     return gym.make_vec(env_id, num_envs=n_envs, num_threads=threads)
 
 
-def env_rates(env_id: str, n_envs: int, threads: int, systems: tuple[str, ...], repeats: int) -> dict[str, float]:
-    """Env steps per second of each system under uniform random actions, best of ``repeats`` interleaved runs."""
+def env_rates(
+    env_id: str, n_envs: int, threads: int, systems: tuple[str, ...], repeats: int, policy: str | None = None
+) -> dict[str, float]:
+    """Env steps per second of each system under uniform random actions, best of ``repeats`` interleaved runs.
+
+    ``policy``: a saved roboppo model whose deterministic actions drive every system instead (each on its own
+    observations), so the physics is that of the states a trained robot visits; only ``step`` is timed."""
+    if policy is not None:
+        return policy_rates(env_id, n_envs, threads, systems, repeats, policy)
     import warnings
 
     import numpy as np
@@ -128,6 +137,35 @@ def env_rates(env_id: str, n_envs: int, threads: int, systems: tuple[str, ...], 
                 steps += n_envs
             best[system] = max(best[system], steps / (time.perf_counter() - start))
             if system == "roboppo":  # the same steps at the rate of their time in MuJoCo alone
+                best["roboppo-physics"] = max(best.get("roboppo-physics", 0.0), steps / physics["seconds"])
+    return best
+
+
+def policy_rates(
+    env_id: str, n_envs: int, threads: int, systems: tuple[str, ...], repeats: int, path: str
+) -> dict[str, float]:
+    """:func:`env_rates` with the actions of the model at ``path``: steps per second of time inside ``step``."""
+    import warnings
+
+    from roboppo import PPO
+
+    warnings.filterwarnings("ignore", message=".*EnvPool seeds.*")
+    model = PPO.load(path, device="cpu")
+    envs = {system: make_env(system, env_id, n_envs, threads) for system in systems}
+    obs = {system: env.reset(seed=0)[0] for system, env in envs.items()}
+    best = dict.fromkeys(systems, 0.0)
+    physics = _physics_clock(envs.get("roboppo"))
+    for _ in range(repeats):
+        for system, env in envs.items():
+            steps, stepping, physics["seconds"], start = 0, 0.0, 0.0, time.perf_counter()
+            while time.perf_counter() - start < 3.0:
+                actions = model.predict(obs[system], deterministic=True)[0]
+                before = time.perf_counter()
+                obs[system] = env.step(actions)[0]
+                stepping += time.perf_counter() - before
+                steps += n_envs
+            best[system] = max(best[system], steps / stepping)
+            if system == "roboppo":
                 best["roboppo-physics"] = max(best.get("roboppo-physics", 0.0), steps / physics["seconds"])
     return best
 
@@ -237,9 +275,17 @@ def _one_torch_thread() -> None:
 
 def env_table(args: argparse.Namespace) -> tuple[str, dict[str, dict[str, float]]]:
     systems = tuple(s for s in ENV_SYSTEMS if missing(s) is None)
+    actions = (
+        "uniform random actions, no policy, 1.5 s runs; "
+        if args.policy is None
+        else (
+            f"the deterministic actions of `{args.policy.name}` (a trained roboppo model) on each system's own "
+            "observations, 3 s runs timing only `step`; "
+        )
+    )
     lines = [
-        f"**Env stepping**: {args.n_envs} envs, 2 threads, uniform random actions, no policy; "
-        f"best of {args.repeats} interleaved 1.5 s runs in one process. roboppo's physics alone: the same steps "
+        f"**Env stepping**: {args.n_envs} envs, 2 threads, {actions}"
+        f"best of {args.repeats} interleaved runs in one process. roboppo's physics alone: the same steps "
         "at the rate of their time inside MuJoCo's `Batch.step`, what roboppo's env would reach if the Python "
         "around the physics (observations, rewards, resets) cost nothing.",
         "",
@@ -249,7 +295,8 @@ def env_table(args: argparse.Namespace) -> tuple[str, dict[str, dict[str, float]
     ]
     rates = {}
     for env_id in args.envs:
-        rate = in_child(env_rates, env_id, args.n_envs, 2, systems, args.repeats)
+        policy = None if args.policy is None else str(args.policy)
+        rate = in_child(env_rates, env_id, args.n_envs, 2, systems, args.repeats, policy)
         rates[env_id] = rate
         envpool = rate.get("envpool")
         shown = [f"{rate[s]:,.0f}" if s in rate else missing(s) for s in ENV_SYSTEMS]
@@ -469,8 +516,11 @@ def main() -> None:
     parser.add_argument("--scaling", action="store_true", help="add the threads x envs scaling table")
     parser.add_argument("--memory-steps", type=int, default=0, help="train roboppo this long, sampling memory")
     parser.add_argument("--suite", action="store_true", help="only the env table, over the roboppo/*-v5 envs")
+    parser.add_argument("--policy", type=pathlib.Path, help="with --suite: drive the envs with this saved model")
     parser.add_argument("--out", type=pathlib.Path, default=None)
     args = parser.parse_args()
+    if args.policy is not None and not (args.suite and args.envs and len(args.envs) == 1):
+        parser.error("--policy needs --suite and the one env the model was trained on (--envs ID)")
     if args.suite:
         args.envs = args.envs or [f"roboppo/{name}-v5" for name in SUITE]
         publish(env_table(args)[0], args.out)
