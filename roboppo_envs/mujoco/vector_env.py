@@ -540,9 +540,10 @@ class MujocoVectorEnv(VectorEnv, EzPickle):
     def _simulate(
         self, actions: np.ndarray, ignore: np.ndarray | None = None
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, Info]:
-        """Step every copy (no truncation, no reset): float64 observations, rewards, terminations, info terms.
+        """Step the copies (no truncation, no reset): float64 observations, rewards, terminations, info terms.
 
-        ``ignore``: copies about to be reset, whose step is discarded (not checked for NaN)."""
+        ``ignore``: copies about to be reset, left out of the physics (their rows are discarded, not checked
+        for NaN)."""
         if self._needs_reset:
             raise RuntimeError(f"{self.name}: call reset() before step().")
         before = self._before()
@@ -553,7 +554,7 @@ class MujocoVectorEnv(VectorEnv, EzPickle):
         if stepped is None or stepped.any():
             self._step_physics(stepped)
         if self._contact is not None:
-            self._contact.update()
+            self._contact.update(stepped)
         self._stale[:] = False
         self._stepped[:] = True
         obs64 = self.task.observe(self._state)
@@ -687,8 +688,9 @@ class ContactForces:
         self.scratch = mujoco.MjData(model)
         self.cfrc_ext = np.zeros((batch.nsim, model.nbody, 6))
 
-    def update(self) -> None:
-        for index in range(self.batch.nsim):
+    def update(self, copies: np.ndarray | None = None) -> None:
+        """Recompute ``cfrc_ext`` of ``copies`` (a mask, None for all): those a step just moved."""
+        for index in range(self.batch.nsim) if copies is None else np.flatnonzero(copies):
             self.batch.get_data(index, self.scratch)
             mujoco.mj_rnePostConstraint(self.model, self.scratch)
             self.cfrc_ext[index] = self.scratch.cfrc_ext
