@@ -39,7 +39,7 @@ from roboppo.ppo.fast_paths import Choice, sampler_choice, update_choice
 from roboppo.ppo.fast_paths import describe as describe_graph
 from roboppo.ppo.policies import TanhGaussianPolicy
 from roboppo.ppo.rollout import flat_batch, policy_actions, truncation_values
-from roboppo.ppo.sampler import RolloutSampler
+from roboppo.ppo.sampler import RolloutSampler, one_blas_thread
 from roboppo.ppo.update import RolloutBatch, UpdateSettings, UpdateStats
 
 SelfPPO = TypeVar("SelfPPO", bound="PPO")
@@ -397,8 +397,15 @@ class PPO(SB3PPO):
         multiplied by ``reward_scale``.
 
         Callbacks see SB3's ``locals`` (NumPy ``dones``, ``infos``, ``rewards`` as the env returned them,
-        ``actions`` as stored, ``clipped_actions`` as sent to the env).
+        ``actions`` as stored, ``clipped_actions`` as sent to the env). NumPy's BLAS runs on one thread
+        meanwhile (:func:`~roboppo.ppo.sampler.one_blas_thread`).
         """
+        with one_blas_thread():
+            return self._collect_rollouts(env, callback, rollout_buffer, n_rollout_steps)
+
+    def _collect_rollouts(
+        self, env: VecEnv, callback: BaseCallback, rollout_buffer: RolloutBuffer, n_rollout_steps: int
+    ) -> bool:
         assert self._last_obs is not None, "No previous observation was provided"
         self._resume_sampling()
         self.policy.set_training_mode(False)

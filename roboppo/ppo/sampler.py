@@ -16,14 +16,19 @@ no longer qualifies, with the reason in :attr:`RolloutSampler.refusal`.
 The noise comes from ``torch.randn`` on PyTorch's generator, the same draws of the same shape as
 ``rollout_actions``, so a seed gives the same random numbers, and every output equals
 ``rollout_actions``'s to float32 rounding (``tests/unit/test_fast_paths.py``).
+
+While roboppo's PPO collects a rollout, NumPy's BLAS runs on one thread (:func:`one_blas_thread`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+import functools
+from collections.abc import Callable, Iterator
 
 import numpy as np
 import torch as th
+from threadpoolctl import ThreadpoolController
 
 from roboppo.common.distributions import HALF_LOG_2PI, LOG_2, TanhNormalDistribution
 from roboppo.common.normalization import NormalizedFlattenExtractor
@@ -101,6 +106,23 @@ class RolloutSampler:
         self.refusal, self._refused_at = None, None
         self._build(graph)
         return True
+
+
+@contextlib.contextmanager
+def one_blas_thread() -> Iterator[None]:
+    """NumPy's BLAS on one thread inside the block, as it was after it.
+
+    The sampler's products are a few rows by a few hundred columns. OpenBLAS splits those from
+    8 x 256 x 256 on over its threads, whose hand-offs cost more than they save at these sizes, most of
+    all beside a busy core (a second run, the overlapped update, any other process):
+    ``bench/blas_threads.py`` times both ways."""
+    with _blas().limit(limits=1, user_api="blas"):
+        yield
+
+
+@functools.cache
+def _blas() -> ThreadpoolController:
+    return ThreadpoolController()  # about 1 ms: finds the loaded libraries once
 
 
 def _features(extractor: NormalizedFlattenExtractor) -> Layer:

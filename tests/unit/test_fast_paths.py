@@ -26,6 +26,7 @@ from gymnasium import spaces
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.policies import ActorCriticPolicy, MultiInputActorCriticPolicy
 from stable_baselines3.common.torch_layers import FlattenExtractor, MlpExtractor
+from threadpoolctl import ThreadpoolController
 from torch import nn
 from torch.nn.utils import parametrizations, parametrize
 
@@ -478,6 +479,23 @@ def test_a_hook_added_during_a_rollout_makes_the_sampler_step_aside() -> None:
     assert th.equal(stored, reference_step(policy, obs)[0])
     handle.remove()
     assert sampler(obs.numpy()) is not None and sampler.refusal is None
+
+
+def test_rollouts_run_numpys_blas_on_one_thread_and_restore_it_after() -> None:
+    """OpenBLAS splits products from 8 x 256 x 256 on; beside a busy core its threads wait on each other."""
+    blas = ThreadpoolController().select(user_api="blas")
+    seen = []
+
+    class Record(BaseCallback):
+        def _on_step(self) -> bool:
+            seen.append({lib["num_threads"] for lib in blas.info()})
+            return True
+
+    model = PPO("MlpPolicy", "Pendulum-v1", n_steps=32, n_epochs=1, batch_size=32, train_backend="torch", seed=0)
+    with blas.limit(limits=2):
+        model.learn(64, callback=Record())
+        after = {lib["num_threads"] for lib in blas.info()}
+    assert blas.info() and seen and all(threads == {1} for threads in seen) and after == {2}, (seen, after)
 
 
 def test_the_update_refuses_a_policy_whose_optimizer_lost_its_parameters() -> None:
