@@ -2,12 +2,13 @@
 
 roboppo's rollout sampler (``roboppo/ppo/sampler.py``) computes the policy in NumPy: products of a few
 rows by a few hundred columns. OpenBLAS, which NumPy's wheels bundle, splits a product over its threads
-once rows x columns x inner size passes 4 x 65,536 (8 x 256 x 256 on). This script times, with the
-Ant entry's policy (256x256 ReLU networks) on ``roboppo/Ant-v5``:
+once it is large enough: here from 8 x 256 x 256 on (4 rows stay on one thread). This script times, with
+256x256 ReLU networks (the size of the HalfCheetah, Walker2d and Humanoid entries) on ``roboppo/Ant-v5``:
 
 - one sampler call for 4, 16 and 64 copies, NumPy's BLAS at its own thread count and at one thread
   (what roboppo's rollouts use: ``roboppo.ppo.sampler.one_blas_thread``);
-- ``learn`` over 16 copies x 128 steps (8 rollouts), one MuJoCo and one torch thread, the same two ways;
+- ``learn`` over 16 copies x 128 steps (8 rollouts; minibatch 64, 10 epochs), one MuJoCo and one torch
+  thread, the same two ways;
 
 each on idle cores and beside a process that keeps one core busy, as the second run of
 ``roboppo-zoo benchmark --jobs 2`` does. Medians of ``--repeats`` timings.
@@ -60,7 +61,18 @@ def model(n_envs: int, n_steps: int = 128) -> Any:
     from roboppo import PPO
 
     th.set_num_threads(1)
-    return PPO("MlpPolicy", ENV, n_envs=n_envs, n_steps=n_steps, env_kwargs={"num_threads": 1}, seed=0)
+    networks = {"net_arch": {"pi": [256, 256], "vf": [256, 256]}, "activation_fn": th.nn.ReLU}
+    return PPO(
+        "MlpPolicy",
+        ENV,
+        n_envs=n_envs,
+        n_steps=n_steps,
+        batch_size=64,
+        n_epochs=10,
+        policy_kwargs=networks,
+        env_kwargs={"num_threads": 1},
+        seed=0,
+    )
 
 
 def call_seconds(n_envs: int, way: str, repeats: int) -> float:
@@ -70,7 +82,7 @@ def call_seconds(n_envs: int, way: str, repeats: int) -> float:
 
     ppo = model(n_envs)
     graph = sampler_choice(ppo.policy).graph
-    assert graph is not None, "the Ant entry's policy takes the NumPy sampler"
+    assert graph is not None, "the policy takes the NumPy sampler"
     sampler = RolloutSampler(graph)
     obs = np.random.default_rng(0).standard_normal((n_envs, *ppo.observation_space.shape)).astype(np.float32)
     timings = []
@@ -105,7 +117,7 @@ def learn_rate(way: str, repeats: int) -> float:
 
 def table(rows: list[tuple[str, str, float, float]]) -> str:
     lines = [
-        f"`{ENV}`, the Ant entry's policy (256x256 ReLU), NumPy's BLAS at its own thread count against one "
+        f"`{ENV}`, 256x256 ReLU networks, NumPy's BLAS at its own thread count against one "
         "thread during rollouts (roboppo's default); medians. Idle: nothing else running. "
         "Beside a busy core: a process spinning on one of the 2 cores.",
         "",

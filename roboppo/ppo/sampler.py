@@ -110,11 +110,11 @@ class RolloutSampler:
 
 @contextlib.contextmanager
 def one_blas_thread() -> Iterator[None]:
-    """NumPy's BLAS on one thread inside the block, as it was after it.
+    """Inside the block NumPy's BLAS runs on one thread; after it, on as many as before.
 
-    The sampler's products are a few rows by a few hundred columns. OpenBLAS splits those from
-    8 x 256 x 256 on over its threads, whose hand-offs cost more than they save at these sizes, most of
-    all beside a busy core (a second run, the overlapped update, any other process):
+    The sampler's products are a few rows by a few hundred columns. From about 8 x 256 x 256 on,
+    OpenBLAS splits them over its threads, and at these sizes the hand-offs cost more than the split
+    saves, most of all beside a busy core (a second run, the overlapped update, any other process).
     ``bench/blas_threads.py`` times both ways."""
     with _blas().limit(limits=1, user_api="blas"):
         yield
