@@ -121,16 +121,14 @@ def table(rows: list[tuple[str, str, float, float]]) -> str:
         "thread during rollouts (roboppo's default); medians. Idle: nothing else running. "
         "Beside a busy core: a process spinning on one of the 2 cores.",
         "",
-        "| measure | cores | BLAS at its own threads | BLAS on one thread | one thread / own |",
+        "| measure | cores | BLAS at its own threads | BLAS on one thread | speed-up on one thread |",
         "|---|---|---:|---:|---:|",
     ]
     for measure, cores, own, one in rows:
         faster = own / one if measure.startswith("sampler") else one / own
         unit = "µs" if measure.startswith("sampler") else "steps/s"
         scale = 1e6 if unit == "µs" else 1.0
-        lines.append(
-            f"| {measure} | {cores} | {own * scale:,.0f} {unit} | {one * scale:,.0f} {unit} | {faster:.2f}x faster |"
-        )
+        lines.append(f"| {measure} | {cores} | {own * scale:,.0f} {unit} | {one * scale:,.0f} {unit} | {faster:.2f} |")
     return "\n".join(lines)
 
 

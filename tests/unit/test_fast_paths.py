@@ -498,6 +498,21 @@ def test_rollouts_run_numpys_blas_on_one_thread_and_restore_it_after() -> None:
     assert blas.info() and seen and all(threads == {1} for threads in seen) and after == {2}, (seen, after)
 
 
+def test_the_sampler_gives_the_same_bits_on_one_blas_thread_as_on_two() -> None:
+    """So that limiting BLAS during rollouts leaves every run as it was (16 rows of 256x256 are split on two)."""
+    policy = Variant(**FAST, kwargs={"net_arch": [256, 256]}).build()
+    assert isinstance(policy, TanhGaussianPolicy)
+    sampler, obs, blas = sampler_of(policy), observations(16).numpy(), ThreadpoolController().select(user_api="blas")
+    outputs = []
+    for threads in (2, 1):
+        with blas.limit(limits=threads):
+            th.manual_seed(0)
+            outputs.append(sampler(obs))
+    two, one = outputs
+    assert two is not None and one is not None
+    assert all(np.array_equal(np.asarray(a), np.asarray(b)) for a, b in zip(two, one, strict=True))
+
+
 def test_the_update_refuses_a_policy_whose_optimizer_lost_its_parameters() -> None:
     policy, other = Variant(**FAST).build(0), Variant(**FAST).build(1)
     _assign(policy, other)  # type: ignore[arg-type]
