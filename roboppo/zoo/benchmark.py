@@ -5,7 +5,9 @@ For each env: ``train`` runs (the zoo entry's budget unless ``--n-timesteps``) f
 separate processes, each evaluated deterministically at the end on ``--final-episodes`` episodes. The
 same command continues an interrupted benchmark: a seed whose run finished is only evaluated, and an
 unfinished run continues from its last checkpoint exactly as it would have gone on (its training
-state is saved beside each checkpoint); ``benchmark.md`` is rewritten as each run ends.
+state is saved beside each checkpoint); ``benchmark.md`` is rewritten as each run ends. The
+settings roboppo's runs train with are recorded in ``<out>/<env>_settings.json``; a later benchmark
+into the same folder with other settings is refused, so kept rows and runs never stand for them.
 then, unless ``--no-sb3``, stock SB3 PPO with rl-baselines3-zoo's tuned hyperparameters on the
 Gymnasium twin, same steps and seeds; an interrupted stock run continues from its last checkpoint too.
 
@@ -70,6 +72,35 @@ class Row:
     to_target: tuple[int, float] | None = None  # env steps and seconds until the evaluation first reached the target
     episodes: int = 0  # episodes of the final evaluation
     early_ends: int | None = None  # of those, how many terminated before the time limit (a fall); None: not counted
+
+
+class SettingsMismatchError(UserInputError, ValueError):
+    """An ``--out`` folder's runs of an env trained with other settings than those asked for now."""
+
+
+def settings_record(env_id: str, hparams: str | None) -> dict:
+    """The settings roboppo's runs of ``env_id`` train with (the resolved entry), as JSON values."""
+    entry = load_ppo_hparams(env_id, hparams)
+    return json.loads(json.dumps({"n_envs": entry.n_envs, **entry.ppo_kwargs}, sort_keys=True, default=repr))
+
+
+def check_settings(args: argparse.Namespace, env_id: str) -> None:
+    """Refuse an ``--out`` folder whose runs of ``env_id`` used other settings; record them where none are.
+
+    A folder made before this record existed is taken to hold runs of the settings asked for now."""
+    path = args.out / f"{file_name(env_id)}_settings.json"
+    current = settings_record(env_id, getattr(args, "hparams", None))
+    if not path.is_file():
+        write_atomic(path, json.dumps(current, indent=1, sort_keys=True) + "\n")
+        return
+    recorded = json.loads(path.read_text())
+    changed = sorted(key for key in recorded.keys() | current.keys() if recorded.get(key) != current.get(key))
+    if changed:
+        raise SettingsMismatchError(
+            f"{args.out} holds runs of {env_id} trained with other settings ({', '.join(changed)} differ from "
+            f"{path}); pass another --out folder, or delete {path.name}, rows/{file_name(env_id)} and "
+            f"runs/{file_name(env_id)} there to remake the table with these settings."
+        )
 
 
 def final_evaluation(model: PPO, env_id: str, seed: int, episodes: int) -> tuple[float, int]:
@@ -350,6 +381,8 @@ def benchmark(args: argparse.Namespace) -> int:
     for env_id in args.envs:
         check_env_id(env_id)
     check_log_folder(args.out, "--out")
+    for env_id in args.envs:
+        check_settings(args, env_id)
     rows = ray_rows(args) if args.ray_address else local_rows(args)
     for env_id in args.envs:
         runs = [run for seed in sorted((args.out / "runs" / file_name(env_id)).glob("seed*")) for run in run_dirs(seed)]

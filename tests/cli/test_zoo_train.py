@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import pathlib
 import re
 import shutil
@@ -218,6 +219,26 @@ def test_benchmark_writes_tables_with_intervals_and_plots(tmp_path: pathlib.Path
     assert main([*argv, "--eval-episodes", "2", "--out", str(tmp_path), "--no-sb3"]) == 0
     assert not (tmp_path / "runs" / ENV).exists()  # nothing trained again
     assert (tmp_path / "benchmark.md").read_text().split("Every seed")[1] == table.split("Every seed")[1]
+
+
+def test_a_benchmark_refuses_a_folder_whose_runs_used_other_settings(
+    tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Its kept rows and finished runs would otherwise stand for settings they never trained with."""
+    argv = ["benchmark", "--envs", ENV, "--seeds", "1", "--jobs", "1", "--no-sb3", "--n-timesteps", "256"]
+    argv += ["--eval-freq", "256", "--eval-episodes", "2", "--final-episodes", "2", "--out", str(tmp_path)]
+    assert main(argv) == 0
+    record = tmp_path / f"{ENV}_settings.json"
+    assert json.loads(record.read_text())["n_steps"] == PPO("MlpPolicy", ENV).n_steps
+    table = (tmp_path / "benchmark.md").read_text()
+    changed = tmp_path / "changed.yml"
+    changed.write_text(f"{ENV}:\n  n_steps: 64\n  batch_size: 64\n")
+    capsys.readouterr()
+    assert main([*argv, "--hparams", str(changed)]) == 2
+    err = capsys.readouterr().err
+    assert "n_steps" in err and record.name in err and "--out" in err, err
+    assert (tmp_path / "benchmark.md").read_text() == table  # nothing trained or rewritten
+    assert main(argv) == 0  # the same settings again: the kept row is reused
 
 
 def test_an_interrupted_benchmark_stops_instead_of_moving_to_the_next_seed(
