@@ -31,7 +31,7 @@ import numpy as np
 from _report import publish
 
 ENV = "roboppo/Ant-v5"
-WAYS: dict[str, Callable[[], Any]] = {}  # filled in main: BLAS at its own threads, at one thread
+BLAS = Callable[[], contextlib.AbstractContextManager[Any]]  # the rollouts' BLAS: at its own threads or at one
 
 
 def _spin() -> None:
@@ -75,7 +75,7 @@ def model(n_envs: int, n_steps: int = 128) -> Any:
     )
 
 
-def call_seconds(n_envs: int, way: str, repeats: int) -> float:
+def call_seconds(n_envs: int, blas: BLAS, repeats: int) -> float:
     """Median seconds of one sampler call for ``n_envs`` observations."""
     from roboppo.ppo.fast_paths import sampler_choice
     from roboppo.ppo.sampler import RolloutSampler
@@ -86,7 +86,7 @@ def call_seconds(n_envs: int, way: str, repeats: int) -> float:
     sampler = RolloutSampler(graph)
     obs = np.random.default_rng(0).standard_normal((n_envs, *ppo.observation_space.shape)).astype(np.float32)
     timings = []
-    with WAYS[way]():
+    with blas():
         for _ in range(repeats):
             start = time.perf_counter()
             for _ in range(200):
@@ -95,7 +95,7 @@ def call_seconds(n_envs: int, way: str, repeats: int) -> float:
     return statistics.median(timings)
 
 
-def learn_rate(way: str, repeats: int) -> float:
+def learn_rate(blas: BLAS, repeats: int) -> float:
     """Median env steps per second of ``learn`` over 8 rollouts of 16 copies x 128 steps."""
     import roboppo.ppo.ppo as ppo_module
 
@@ -104,7 +104,7 @@ def learn_rate(way: str, repeats: int) -> float:
     ppo.learn(16 * 128)  # compiles the update (or loads it from JAX's cache)
     rates = []
     saved = ppo_module.one_blas_thread
-    ppo_module.one_blas_thread = WAYS[way]  # the rollouts' BLAS as this round asks
+    ppo_module.one_blas_thread = blas  # the rollouts' BLAS as this round asks
     try:
         for _ in range(repeats):
             start = time.perf_counter()
@@ -141,17 +141,17 @@ def main() -> None:
     args = parser.parse_args()
     from roboppo.ppo.sampler import one_blas_thread
 
-    WAYS.update(own=contextlib.nullcontext, one=one_blas_thread)
+    ways: tuple[BLAS, BLAS] = (contextlib.nullcontext, one_blas_thread)
     rows = []
     for busy in (False, True):
         cores = "beside a busy core" if busy else "idle"
         with busy_core(busy):
             for n_envs in args.envs:
-                own, one = (call_seconds(n_envs, way, args.repeats) for way in ("own", "one"))
+                own, one = (call_seconds(n_envs, blas, args.repeats) for blas in ways)
                 rows.append((f"sampler call, {n_envs} copies", cores, own, one))
                 print(rows[-1], flush=True)
             if not args.no_learn:
-                own, one = (learn_rate(way, args.repeats) for way in ("own", "one"))
+                own, one = (learn_rate(blas, args.repeats) for blas in ways)
                 rows.append(("`learn`, 16 copies x 128 steps", cores, own, one))
                 print(rows[-1], flush=True)
     publish(table(rows), args.out)
