@@ -79,9 +79,10 @@ class SettingsMismatchError(UserInputError, ValueError):
 
 
 def settings_record(env_id: str, hparams: str | None) -> dict:
-    """The settings roboppo's runs of ``env_id`` train with (the resolved entry), as JSON values."""
-    entry = load_ppo_hparams(env_id, hparams)
-    return json.loads(json.dumps({"n_envs": entry.n_envs, **entry.ppo_kwargs}, sort_keys=True, default=repr))
+    """The settings roboppo's runs of ``env_id`` train with, as the hyperparameter file writes them (the
+    budget left out: kept rows and runs are checked against it already)."""
+    values = load_ppo_hparams(env_id, hparams).values
+    return {key: value for key, value in values.items() if key != "n_timesteps"}
 
 
 def check_settings(args: argparse.Namespace, env_id: str) -> None:
