@@ -4,6 +4,7 @@ and every ``#anchor`` in them to a heading of the page it names."""
 from __future__ import annotations
 
 import collections
+import functools
 import pathlib
 import re
 
@@ -20,6 +21,7 @@ def relative_links(page: pathlib.Path) -> list[str]:
     return [t.split("#")[0] for t in links(page) if not t.startswith("#")]
 
 
+@functools.cache  # a page linked many times is read once
 def anchors(page: pathlib.Path) -> set[str]:
     """GitHub's ids for the page's headings: lower case, punctuation dropped, spaces as hyphens, repeats numbered."""
     seen: collections.Counter[str] = collections.Counter()
