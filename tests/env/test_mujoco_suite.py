@@ -2,13 +2,16 @@
 
 Each batch is stepped beside Gymnasium's own ``SyncVectorEnv`` (same-step autoreset) with the same
 seeds and actions; observations, rewards, terminations, truncations, info terms with their masks,
-``final_obs`` and ``final_info`` must be equal, bit for bit. The single envs pass Gymnasium's
+``final_obs`` and ``final_info`` must be equal, bit for bit: under chosen keyword values (``KWARGS``)
+and under values and seeds drawn from each constructor's signature. The single envs pass Gymnasium's
 ``check_environments_match``.
 """
 
 from __future__ import annotations
 
 import copy
+import importlib
+import inspect
 import pathlib
 import pickle
 from typing import Any
@@ -162,12 +165,63 @@ def test_next_step_autoreset_equals_gymnasiums_default(name: str, variant: int) 
     assert compare_with_gymnasium(name, KWARGS[name][variant], mode=AutoresetMode.NEXT_STEP) > 3
 
 
+# keywords a draw leaves alone: the model file and body (covered in KWARGS), and rendering's
+NOT_DRAWN = {"self", "xml_file", "main_body", "default_camera_config", "render_mode", "width", "height",
+             "camera_id", "camera_name", "max_geom", "visual_options", "kwargs"}  # fmt: skip
+
+
+def drawn_kwargs(name: str, rng: np.random.Generator) -> dict[str, Any]:
+    """About half of ``<name>-v5``'s constructor keywords (at least one), read from its signature, each at a
+    drawn value: switches flipped, frame skips of 1 to 6, numbers scaled by 0.3 to 3, ranges moved and narrowed."""
+    env_class = gym.spec(f"{name}-v5").entry_point
+    assert callable(env_class) or isinstance(env_class, str)
+    module, _, attr = str(env_class).partition(":")
+    signature = inspect.signature(getattr(importlib.import_module(module), attr).__init__)
+    defaults = {key: p.default for key, p in signature.parameters.items() if key not in NOT_DRAWN}
+    defaults = {key: default for key, default in defaults.items() if default is not inspect.Parameter.empty}
+    chosen = rng.random(len(defaults)) < 0.5
+    chosen[rng.integers(len(defaults))] = True  # at least one
+    drawn: dict[str, Any] = {}
+    for (key, default), draw in zip(defaults.items(), chosen, strict=True):
+        if not draw:
+            continue
+        if isinstance(default, bool):
+            drawn[key] = not default
+        elif key == "frame_skip":
+            drawn[key] = int(rng.integers(1, 7))
+        elif isinstance(default, int | float):
+            drawn[key] = float(default * rng.uniform(0.3, 3.0)) if default else float(rng.uniform(0.0, 0.5))
+        elif isinstance(default, tuple):
+            low, high = default
+            width = high - low if np.isfinite(high - low) else 1.0
+            drawn[key] = (float(low + rng.uniform(-0.3, 0.3) * width), float(high - rng.uniform(0.0, 0.4) * width))
+    return drawn
+
+
+@pytest.mark.parametrize("draw", [0, 1])
+@pytest.mark.parametrize("name", sorted(KWARGS))
+def test_batch_equals_gymnasium_under_drawn_keyword_values_and_seeds(name: str, draw: int) -> None:
+    """Keyword values and seeds nobody chose: a draw per task from its constructor's own signature, so a
+    keyword Gymnasium adds is drawn too. Either autoreset mode."""
+    rng = np.random.default_rng([draw, *name.encode()])
+    kwargs = drawn_kwargs(name, rng)
+    mode = (AutoresetMode.SAME_STEP, AutoresetMode.NEXT_STEP)[draw]
+    seed, action_seed = (int(value) for value in rng.integers(0, 2**31, size=2))
+    try:
+        compare_with_gymnasium(name, kwargs, steps=150, max_steps=60, mode=mode, seed=seed, action_seed=action_seed)
+    except AssertionError as error:
+        error.add_note(f"drawn: {kwargs}, reset seed {seed}, action seed {action_seed}")
+        raise
+
+
 def compare_with_gymnasium(
     name: str,
     kwargs: dict[str, Any],
     steps: int = 250,
     max_steps: int = 70,
     mode: AutoresetMode = AutoresetMode.SAME_STEP,
+    seed: int = 5,
+    action_seed: int = 3,
 ) -> int:
     """Step 3 batched copies and Gymnasium's SyncVectorEnv alike; assert equality; return how many episodes ended."""
     ours = gym.make_vec(
@@ -177,10 +231,10 @@ def compare_with_gymnasium(
         f"{name}-v5", num_envs=3, vectorization_mode="sync", max_episode_steps=max_steps,
         vector_kwargs={"autoreset_mode": mode}, **kwargs,
     )  # fmt: skip
-    (obs, info), (their_obs, their_info) = ours.reset(seed=5), theirs.reset(seed=5)
+    (obs, info), (their_obs, their_info) = ours.reset(seed=seed), theirs.reset(seed=seed)
     np.testing.assert_array_equal(obs, their_obs)
     assert_infos_equal(info, their_info)
-    rng, space, ends = np.random.default_rng(3), ours.action_space, 0
+    rng, space, ends = np.random.default_rng(action_seed), ours.action_space, 0
     for step in range(steps):
         actions = rng.uniform(space.low, space.high).astype(np.float32)
         mine, their = ours.step(actions), theirs.step(actions)
