@@ -59,6 +59,12 @@ class Seed:
     seconds: float
 
 
+def stock_finals(folder: pathlib.Path) -> dict[int, float]:
+    """Stock SB3's final return per seed where the benchmark ran it beside roboppo (``<folder>/sb3/``)."""
+    rows = (json.loads(path.read_text()) for path in folder.glob("sb3/*/seed*.json"))
+    return {row["seed"]: row["final_return"] for row in rows}
+
+
 def read_seeds(table: pathlib.Path) -> tuple[str, list[Seed]]:
     """The command and roboppo's per-seed rows of a ``benchmark.md``, each final return read unrounded from the
     row the benchmark kept beside it where there is one."""
@@ -111,12 +117,26 @@ def read_tier(folder: pathlib.Path) -> Tasks:
     return {task: value for task, value in tasks.items() if value[1]}
 
 
-def summary(tasks: Tasks, anchors: dict[str, dict[str, float]]) -> str:
+def stock_cell(folder: pathlib.Path, seeds: list[Seed]) -> str:
+    """Stock SB3 + rl-zoo3 on the same seeds: IQM [95% CI] and worst seed, or how many of the seeds it has run."""
+    stock = stock_finals(folder)
+    finals = np.array([stock[s.seed] for s in seeds if s.seed in stock])
+    if not len(finals):
+        return ""
+    counted = "" if len(finals) == len(seeds) else f" ({len(finals)} of {len(seeds)} seeds so far)"
+    return f"{iqm_intervals({'sb3': finals})['sb3']}, worst {score(finals.min())}{counted}"
+
+
+def summary(tasks: Tasks, anchors: dict[str, dict[str, float]], folder: pathlib.Path | None = None) -> str:
+    """The table; with ``folder``, a column for stock SB3 + rl-zoo3 where it ran beside roboppo on the same seeds."""
+    stock = "" if folder is None else " stock SB3 + rl-zoo3 here, same seeds |"
     lines = [
-        "| task | seeds | IQM [95% CI] | mean ± std | worst seed | episodes ended early | time / run | anchors |",
-        "|---|---:|---:|---:|---:|---:|---:|---|",
+        "| task | seeds | IQM [95% CI] | mean ± std | worst seed | episodes ended early | time / run |"
+        f"{stock} anchors |",
+        "|---|---:|---:|---:|---:|---:|---:|" + ("---|" if stock else "") + "---|",
     ]
     for task, (_, seeds) in tasks.items():
+        column = "" if folder is None else f" {stock_cell(folder / task.lower(), seeds) or 'not run'} |"
         finals = np.array([s.final for s in seeds])
         interval = iqm_intervals({task: finals})[task]
         counted = [tuple(int(n) for n in s.early.split(" of ")) for s in seeds if s.early]
@@ -127,16 +147,19 @@ def summary(tasks: Tasks, anchors: dict[str, dict[str, float]]) -> str:
         lines.append(
             f"| {task} | {len(seeds)} | {interval} | {score(finals.mean())} "
             f"± {score(finals.std(), like=finals.mean())} "
-            f"| {score(finals.min())} | {falls or 'none'} | {np.mean([s.seconds for s in seeds]):,.0f} s | {named} |"
+            f"| {score(finals.min())} | {falls or 'none'} | {np.mean([s.seconds for s in seeds]):,.0f} s |"
+            f"{column} {named} |"
         )
     return "\n".join(lines)
 
 
-def seed_lines(tasks: Tasks) -> str:
+def seed_lines(tasks: Tasks, folder: pathlib.Path) -> str:
     lines = []
     for task, (command, seeds) in tasks.items():
         finals = ", ".join(f"{s.seed}: {score(s.final)}" for s in seeds)
-        lines.append(f"- **{task}** (`{command}`): {finals}")
+        stock = stock_finals(folder / task.lower())
+        ran = ", ".join(f"{s.seed}: {score(stock[s.seed])}" for s in seeds if s.seed in stock)
+        lines.append(f"- **{task}** (`{command}`): {finals}" + (f"; stock SB3 + rl-zoo3: {ran}" if ran else ""))
     return "\n".join(lines)
 
 
@@ -190,7 +213,7 @@ def tier_10m(tasks: Tasks) -> str:
         "run stepped at about 3,000 steps/s, about 55 minutes for 10M steps "
         "([what was searched](../suite-search/README.md#the-10m-step-tier)).\n\n"
         f"{summary(tasks, ANCHORS_10M)}\n\n![learning curves at 10M](learning_curves_10m.png)\n\n"
-        f"Every seed:\n\n{seed_lines(tasks)}\n"
+        f"Every seed:\n\n{seed_lines(tasks, SUITE_10M)}\n"
     )
 
 
@@ -209,9 +232,11 @@ def main() -> None:
         "an episode ended early when it terminated before the time limit (a fall). IQM: interquartile mean over "
         "seeds with its 95% stratified-bootstrap interval (rliable). Time / run: wall time of one run, two runs "
         "at a time on 2 cores, periodic evaluations included. Reacher's anchor is Gymnasium's reward threshold; "
-        "Pusher has none (no published PPO result, and its threshold, 0, is out of reach).\n\n"
-        f"{summary(tasks, ANCHORS)}\n\n![learning curves](learning_curves.png)\n\nEvery seed:\n\n{seed_lines(tasks)}\n"
-        + tier_10m(read_tier(SUITE_10M))
+        "Pusher has none (no published PPO result, and its threshold, 0, is out of reach). Stock SB3 + rl-zoo3: "
+        "Stable-Baselines3's PPO with rl-baselines3-zoo's tuned settings and `VecNormalize` on Gymnasium's env, "
+        "run by the same command on the same seeds and budget, where the table was made without `--no-sb3`.\n\n"
+        f"{summary(tasks, ANCHORS, SUITE)}\n\n![learning curves](learning_curves.png)\n\nEvery seed:\n\n"
+        f"{seed_lines(tasks, SUITE)}\n" + tier_10m(read_tier(SUITE_10M))
     )
     write_atomic(SUITE / "README.md", text)
     print(text)
