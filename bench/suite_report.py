@@ -59,10 +59,10 @@ class Seed:
     seconds: float
 
 
-def stock_finals(folder: pathlib.Path) -> dict[int, float]:
-    """Stock SB3's final return per seed where the benchmark ran it beside roboppo (``<folder>/sb3/``)."""
+def stock_rows(folder: pathlib.Path) -> dict[int, dict]:
+    """Stock SB3's row per seed where the benchmark ran it beside roboppo (``<folder>/sb3/``)."""
     rows = (json.loads(path.read_text()) for path in folder.glob("sb3/*/seed*.json"))
-    return {row["seed"]: row["final_return"] for row in rows}
+    return {row["seed"]: row for row in rows}
 
 
 def read_seeds(table: pathlib.Path) -> tuple[str, list[Seed]]:
@@ -119,12 +119,17 @@ def read_tier(folder: pathlib.Path) -> Tasks:
 
 def stock_cell(folder: pathlib.Path, seeds: list[Seed]) -> str:
     """Stock SB3 + rl-zoo3 on the same seeds: IQM [95% CI] and worst seed, or how many of the seeds it has run."""
-    stock = stock_finals(folder)
-    finals = np.array([stock[s.seed] for s in seeds if s.seed in stock])
-    if not len(finals):
+    stock = stock_rows(folder)
+    ran = [s for s in seeds if s.seed in stock]
+    if not ran:
         return ""
-    counted = "" if len(finals) == len(seeds) else f" ({len(finals)} of {len(seeds)} seeds so far)"
-    return f"{iqm_intervals({'sb3': finals})['sb3']}, worst {score(finals.min())}{counted}"
+    finals = np.array([stock[s.seed]["final_return"] for s in ran])
+    seconds = np.mean([stock[s.seed]["seconds"] for s in ran])
+    cell = f"{iqm_intervals({'sb3': finals})['sb3']}, worst {score(finals.min())}, {seconds:,.0f} s / run"
+    if len(ran) == len(seeds):
+        return cell
+    mine = iqm_intervals({"roboppo": np.array([s.final for s in ran])})["roboppo"]
+    return f"{cell} ({len(ran)} of {len(seeds)} seeds so far; roboppo on the same {len(ran)}: {mine})"
 
 
 def summary(tasks: Tasks, anchors: dict[str, dict[str, float]], folder: pathlib.Path | None = None) -> str:
@@ -157,8 +162,8 @@ def seed_lines(tasks: Tasks, folder: pathlib.Path) -> str:
     lines = []
     for task, (command, seeds) in tasks.items():
         finals = ", ".join(f"{s.seed}: {score(s.final)}" for s in seeds)
-        stock = stock_finals(folder / task.lower())
-        ran = ", ".join(f"{s.seed}: {score(stock[s.seed])}" for s in seeds if s.seed in stock)
+        stock = stock_rows(folder / task.lower())
+        ran = ", ".join(f"{s.seed}: {score(stock[s.seed]['final_return'])}" for s in seeds if s.seed in stock)
         lines.append(f"- **{task}** (`{command}`): {finals}" + (f"; stock SB3 + rl-zoo3: {ran}" if ran else ""))
     return "\n".join(lines)
 
