@@ -10,7 +10,6 @@ and under values and seeds drawn from each constructor's signature. The single e
 from __future__ import annotations
 
 import copy
-import importlib
 import inspect
 import pathlib
 import pickle
@@ -21,6 +20,7 @@ import gymnasium.envs.mujoco
 import mujoco
 import numpy as np
 import pytest
+from gymnasium.envs.registration import load_env_creator
 from gymnasium.utils.env_match import check_environments_match
 from gymnasium.vector import AutoresetMode
 
@@ -173,10 +173,7 @@ NOT_DRAWN = {"self", "xml_file", "main_body", "default_camera_config", "render_m
 def drawn_kwargs(name: str, rng: np.random.Generator) -> dict[str, Any]:
     """About half of ``<name>-v5``'s constructor keywords (at least one), read from its signature, each at a
     drawn value: switches flipped, frame skips of 1 to 6, numbers scaled by 0.3 to 3, ranges moved and narrowed."""
-    env_class = gym.spec(f"{name}-v5").entry_point
-    assert callable(env_class) or isinstance(env_class, str)
-    module, _, attr = str(env_class).partition(":")
-    signature = inspect.signature(getattr(importlib.import_module(module), attr).__init__)
+    signature = inspect.signature(load_env_creator(gym.spec(f"{name}-v5").entry_point).__init__)
     defaults = {key: p.default for key, p in signature.parameters.items() if key not in NOT_DRAWN}
     defaults = {key: default for key, default in defaults.items() if default is not inspect.Parameter.empty}
     chosen = rng.random(len(defaults)) < 0.5
