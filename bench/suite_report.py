@@ -57,22 +57,20 @@ class Seed:
     final: float
     early: str
     seconds: float
+    stock: dict | None = None  # stock SB3's row for this seed, where the benchmark ran it beside roboppo
 
 
-def stock_rows(folder: pathlib.Path) -> dict[int, dict]:
-    """Stock SB3's row per seed where the benchmark ran it beside roboppo (``<folder>/sb3/``)."""
-    rows = (json.loads(path.read_text()) for path in folder.glob("sb3/*/seed*.json"))
+def kept_rows(folder: pathlib.Path, system: str) -> dict[int, dict]:
+    """The rows the benchmark kept per seed: roboppo's in ``<folder>/rows/``, stock SB3's in ``<folder>/sb3/``."""
+    rows = (json.loads(path.read_text()) for path in folder.glob(f"{system}/*/seed*.json"))
     return {row["seed"]: row for row in rows}
 
 
 def read_seeds(table: pathlib.Path) -> tuple[str, list[Seed]]:
     """The command and roboppo's per-seed rows of a ``benchmark.md``, each final return read unrounded from the
-    row the benchmark kept beside it where there is one."""
+    row the benchmark kept beside it where there is one, with stock SB3's row of the same seed."""
     text = table.read_text()
-    kept = {}
-    for path in table.parent.glob("rows/*/seed*.json"):
-        row = json.loads(path.read_text())
-        kept[row["seed"]] = row["final_return"]
+    kept, stock = kept_rows(table.parent, "rows"), kept_rows(table.parent, "sb3")
     command = text.splitlines()[0].strip("`") if text.startswith("`") else "(command not recorded)"
     seeds = []
     for line in text.split("Every seed")[-1].splitlines():
@@ -80,7 +78,8 @@ def read_seeds(table: pathlib.Path) -> tuple[str, list[Seed]]:
         if len(cells) == 8 and cells[1] == "roboppo" and cells[2].isdigit():
             seconds = float(re.sub(r"[^\d.]", "", cells[7]))
             seed = int(cells[2])
-            seeds.append(Seed(seed, kept.get(seed, float(cells[3].replace(",", ""))), cells[4], seconds))
+            final = kept[seed]["final_return"] if seed in kept else float(cells[3].replace(",", ""))
+            seeds.append(Seed(seed, final, cells[4], seconds, stock.get(seed)))
     return command, sorted(seeds, key=lambda s: s.seed)
 
 
@@ -117,31 +116,30 @@ def read_tier(folder: pathlib.Path) -> Tasks:
     return {task: value for task, value in tasks.items() if value[1]}
 
 
-def stock_cell(folder: pathlib.Path, seeds: list[Seed]) -> str:
+def stock_cell(seeds: list[Seed]) -> str:
     """Stock SB3 + rl-zoo3 on the same seeds: IQM [95% CI] and worst seed, or how many of the seeds it has run."""
-    stock = stock_rows(folder)
-    ran = [s for s in seeds if s.seed in stock]
-    if not ran:
+    rows = [s.stock for s in seeds if s.stock]
+    if not rows:
         return ""
-    finals = np.array([stock[s.seed]["final_return"] for s in ran])
-    seconds = np.mean([stock[s.seed]["seconds"] for s in ran])
+    finals = np.array([row["final_return"] for row in rows])
+    seconds = np.mean([row["seconds"] for row in rows])
     cell = f"{iqm_intervals({'sb3': finals})['sb3']}, worst {score(finals.min())}, {seconds:,.0f} s / run"
-    if len(ran) == len(seeds):
+    if len(rows) == len(seeds):
         return cell
-    mine = iqm_intervals({"roboppo": np.array([s.final for s in ran])})["roboppo"]
-    return f"{cell} ({len(ran)} of {len(seeds)} seeds so far; roboppo on the same {len(ran)}: {mine})"
+    mine = iqm_intervals({"roboppo": np.array([s.final for s in seeds if s.stock])})["roboppo"]
+    return f"{cell} ({len(rows)} of {len(seeds)} seeds so far; roboppo on the same {len(rows)}: {mine})"
 
 
-def summary(tasks: Tasks, anchors: dict[str, dict[str, float]], folder: pathlib.Path | None = None) -> str:
-    """The table; with ``folder``, a column for stock SB3 + rl-zoo3 where it ran beside roboppo on the same seeds."""
-    stock = "" if folder is None else " stock SB3 + rl-zoo3 here, same seeds |"
+def summary(tasks: Tasks, anchors: dict[str, dict[str, float]], stock_column: bool = False) -> str:
+    """The table; with ``stock_column``, stock SB3 + rl-zoo3 where it ran beside roboppo on the same seeds."""
+    stock = " stock SB3 + rl-zoo3 here, same seeds |" if stock_column else ""
     lines = [
         "| task | seeds | IQM [95% CI] | mean ± std | worst seed | episodes ended early | time / run |"
         f"{stock} anchors |",
         "|---|---:|---:|---:|---:|---:|---:|" + ("---|" if stock else "") + "---|",
     ]
     for task, (_, seeds) in tasks.items():
-        column = "" if folder is None else f" {stock_cell(folder / task.lower(), seeds) or 'not run'} |"
+        column = f" {stock_cell(seeds) or 'not run'} |" if stock_column else ""
         finals = np.array([s.final for s in seeds])
         interval = iqm_intervals({task: finals})[task]
         counted = [tuple(int(n) for n in s.early.split(" of ")) for s in seeds if s.early]
@@ -158,12 +156,11 @@ def summary(tasks: Tasks, anchors: dict[str, dict[str, float]], folder: pathlib.
     return "\n".join(lines)
 
 
-def seed_lines(tasks: Tasks, folder: pathlib.Path) -> str:
+def seed_lines(tasks: Tasks) -> str:
     lines = []
     for task, (command, seeds) in tasks.items():
         finals = ", ".join(f"{s.seed}: {score(s.final)}" for s in seeds)
-        stock = stock_rows(folder / task.lower())
-        ran = ", ".join(f"{s.seed}: {score(stock[s.seed]['final_return'])}" for s in seeds if s.seed in stock)
+        ran = ", ".join(f"{s.seed}: {score(s.stock['final_return'])}" for s in seeds if s.stock)
         lines.append(f"- **{task}** (`{command}`): {finals}" + (f"; stock SB3 + rl-zoo3: {ran}" if ran else ""))
     return "\n".join(lines)
 
@@ -218,7 +215,7 @@ def tier_10m(tasks: Tasks) -> str:
         "run stepped at about 3,000 steps/s, about 55 minutes for 10M steps "
         "([what was searched](../suite-search/README.md#the-10m-step-tier)).\n\n"
         f"{summary(tasks, ANCHORS_10M)}\n\n![learning curves at 10M](learning_curves_10m.png)\n\n"
-        f"Every seed:\n\n{seed_lines(tasks, SUITE_10M)}\n"
+        f"Every seed:\n\n{seed_lines(tasks)}\n"
     )
 
 
@@ -240,8 +237,8 @@ def main() -> None:
         "Pusher has none (no published PPO result, and its threshold, 0, is out of reach). Stock SB3 + rl-zoo3: "
         "Stable-Baselines3's PPO with rl-baselines3-zoo's tuned settings and `VecNormalize` on Gymnasium's env, "
         "run by the same command on the same seeds and budget, where the table was made without `--no-sb3`.\n\n"
-        f"{summary(tasks, ANCHORS, SUITE)}\n\n![learning curves](learning_curves.png)\n\nEvery seed:\n\n"
-        f"{seed_lines(tasks, SUITE)}\n" + tier_10m(read_tier(SUITE_10M))
+        f"{summary(tasks, ANCHORS, stock_column=True)}\n\n![learning curves](learning_curves.png)\n\nEvery seed:\n\n"
+        f"{seed_lines(tasks)}\n" + tier_10m(read_tier(SUITE_10M))
     )
     write_atomic(SUITE / "README.md", text)
     print(text)
