@@ -49,19 +49,23 @@ class Interval:
 
 
 def iqm_intervals(scores: dict[str, np.ndarray], seed: int = 0) -> dict[str, Interval]:
-    """The IQM of each system's final scores (one per seed) with its 95% stratified-bootstrap interval."""
+    """The IQM of each system's final scores (one per seed) with its 95% stratified-bootstrap interval.
+
+    Each system's bootstrap starts from ``seed``, so its interval depends on its own scores only, not on
+    which other systems share the table.
+    """
+    return {name: _iqm_interval(np.asarray(values, dtype=float), seed) for name, values in scores.items()}
+
+
+def _iqm_interval(values: np.ndarray, seed: int) -> Interval:
     from rliable import library as rly
     from rliable import metrics
 
-    matrices = {name: np.asarray(values, dtype=float).reshape(-1, 1) for name, values in scores.items()}
     np.random.seed(seed)  # rliable's bootstrap draws from NumPy's global generator
     points, intervals = rly.get_interval_estimates(
-        matrices, lambda x: np.array([metrics.aggregate_iqm(x)]), reps=BOOTSTRAP_REPS
+        {"x": values.reshape(-1, 1)}, lambda x: np.array([metrics.aggregate_iqm(x)]), reps=BOOTSTRAP_REPS
     )
-    return {
-        name: Interval(float(points[name][0]), float(intervals[name][0, 0]), float(intervals[name][1, 0]))
-        for name in matrices
-    }
+    return Interval(float(points["x"][0]), float(intervals["x"][0, 0]), float(intervals["x"][1, 0]))
 
 
 def performance_profile(scores: dict[str, np.ndarray], title: str, out: pathlib.Path) -> None:
