@@ -20,13 +20,13 @@ def test_iqm_is_the_mean_of_the_middle_half_with_an_interval_around_it() -> None
     assert intervals["a"].high < 8.0 and intervals == iqm_intervals(scores)  # repeatable
 
 
-
 def test_a_systems_interval_does_not_depend_on_the_other_systems_in_the_table() -> None:
     stock = np.array([5050.0, 6231.0, 6524.0, 5702.0, 5512.0, 5192.0, 6529.0, 5496.0, 5662.0, 6162.0])
     mine = np.array([5446.0, 5541.0, 6236.0, 6371.0, 5182.0, 6046.0, 6141.0, 5874.0, 5513.0, 5524.0])
     alone = iqm_intervals({"sb3": stock})["sb3"]
     assert iqm_intervals({"roboppo": mine, "sb3": stock})["sb3"] == alone  # the suite page and the table agree
     assert iqm_intervals({"roboppo": mine, "sb3": stock})["roboppo"] == iqm_intervals({"roboppo": mine})["roboppo"]
+
 
 def test_small_returns_keep_two_decimals_in_tables() -> None:
     assert str(Interval(-3.874, -4.012, -3.7)) == "-3.87 [-4.01, -3.70]"  # Reacher: -4 [-4, -4] would hide it
