@@ -24,6 +24,7 @@ import argparse
 import concurrent.futures
 import dataclasses
 import functools
+import inspect
 import json
 import multiprocessing
 import os
@@ -37,6 +38,7 @@ from collections.abc import Callable
 import gymnasium as gym
 import numpy as np
 import torch as th
+from stable_baselines3 import PPO as SB3PPO
 from stable_baselines3.common.evaluation import evaluate_policy
 
 import roboppo_envs
@@ -85,6 +87,17 @@ def settings_record(env_id: str, hparams: str | None) -> dict:
     return {key: value for key, value in values.items() if key != "n_timesteps"}
 
 
+def with_sb3_defaults(settings: dict) -> dict:
+    """``settings`` with SB3 PPO's default for each number or switch they leave out, so that a file that writes
+    ``ent_coef: 0.0`` and one that leaves it out record the same settings."""
+    defaults = {
+        name: parameter.default
+        for name, parameter in inspect.signature(SB3PPO.__init__).parameters.items()
+        if isinstance(parameter.default, (int, float)) and name not in ("verbose", "_init_setup_model")
+    }
+    return {**defaults, **settings}
+
+
 def check_settings(args: argparse.Namespace, env_id: str) -> None:
     """Refuse an ``--out`` folder whose runs of ``env_id`` used other settings; record them where none are.
 
@@ -94,8 +107,8 @@ def check_settings(args: argparse.Namespace, env_id: str) -> None:
     if not path.is_file():
         write_atomic(path, json.dumps(current, indent=1, sort_keys=True) + "\n")
         return
-    recorded = json.loads(path.read_text())
-    changed = sorted(key for key in recorded.keys() | current.keys() if recorded.get(key) != current.get(key))
+    recorded, asked = with_sb3_defaults(json.loads(path.read_text())), with_sb3_defaults(current)
+    changed = sorted(key for key in recorded.keys() | asked.keys() if recorded.get(key) != asked.get(key))
     if changed:
         raise SettingsMismatchError(
             f"{args.out} holds runs of {env_id} trained with other settings ({', '.join(changed)} differ from "

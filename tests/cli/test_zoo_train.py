@@ -241,6 +241,23 @@ def test_a_benchmark_refuses_a_folder_whose_runs_used_other_settings(
     assert main(argv) == 0  # the same settings again: the kept row is reused
 
 
+def test_settings_that_spell_out_sb3_defaults_are_the_same_settings(tmp_path: pathlib.Path) -> None:
+    """A search file that leaves out ``ent_coef`` trains what the entry that writes ``ent_coef: 0.0`` trains."""
+    from roboppo.zoo.benchmark import SettingsMismatchError, check_settings
+
+    args = argparse.Namespace(out=tmp_path, hparams=None)
+    check_settings(args, ENV)  # records the entry's settings
+    record = tmp_path / f"{ENV}_settings.json"
+    written = json.loads(record.read_text())
+    defaults = {"ent_coef": 0.0, "vf_coef": 0.5, "max_grad_norm": 0.5}
+    assert {key: written[key] for key in defaults} == defaults  # the entry writes them out
+    record.write_text(json.dumps({key: value for key, value in written.items() if key not in defaults}))
+    check_settings(args, ENV)  # a record that leaves them out: the same settings
+    record.write_text(json.dumps({**written, "ent_coef": 0.01}))
+    with pytest.raises(SettingsMismatchError, match="ent_coef"):
+        check_settings(args, ENV)
+
+
 def test_an_interrupted_benchmark_stops_instead_of_moving_to_the_next_seed(
     tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
