@@ -378,8 +378,7 @@ class PPO(SB3PPO):
         SB3's defaults fill what was not given; values from a zoo entry appear as its file writes
         them (schedules as mappings); activation functions by their ``ppo.yml`` name.
         """
-        defaults = {name: _yaml_value(p.default) for name, p in _SB3_SIGNATURE.parameters.items() if name in _SETTINGS}
-        settings = defaults | getattr(self, "_settings", {}) | self.hyperparams
+        settings = sb3_default_settings() | getattr(self, "_settings", {}) | self.hyperparams
         settings.update(
             reward_scale=self.reward_scale, train_backend=self.train_backend,
             overlap_update=getattr(self, "overlap_update", False),
@@ -764,6 +763,11 @@ PATH_NAMES = {
 # the keywords of SB3's PPO that are settings (written to config.yml); policy keywords come from the policy itself
 _SETTINGS = set(_SB3_SIGNATURE.parameters) - NOT_SETTINGS - {"policy_kwargs", "_init_setup_model"}
 _POLICY_INTERNALS = {"observation_space", "action_space", "lr_schedule", "use_sde", "squash_output", "full_std"}
+
+
+def sb3_default_settings() -> dict[str, Any]:
+    """SB3 PPO's default for each of its settings, in ``ppo.yml``'s form."""
+    return {name: _yaml_value(p.default) for name, p in _SB3_SIGNATURE.parameters.items() if name in _SETTINGS}
 
 
 def policy_keywords(policy: BasePolicy) -> dict[str, Any]:

@@ -24,7 +24,6 @@ import argparse
 import concurrent.futures
 import dataclasses
 import functools
-import inspect
 import json
 import multiprocessing
 import os
@@ -38,7 +37,6 @@ from collections.abc import Callable
 import gymnasium as gym
 import numpy as np
 import torch as th
-from stable_baselines3 import PPO as SB3PPO
 from stable_baselines3.common.evaluation import evaluate_policy
 
 import roboppo_envs
@@ -48,6 +46,7 @@ from roboppo.common.files import atomic_target, write_atomic
 from roboppo.common.hparams import load_ppo_hparams
 from roboppo.common.training_state import state_path
 from roboppo.ppo import PPO
+from roboppo.ppo.ppo import sb3_default_settings
 from roboppo.zoo.baselines import RL_ZOO3_PPO, evaluate_stock_sb3, train_stock_sb3
 from roboppo.zoo.runs import check_log_folder, file_name, resume_point, saved_steps
 from roboppo.zoo.stats import early_ends, iqm_intervals, performance_profile, score, time_to_target, timings
@@ -87,17 +86,6 @@ def settings_record(env_id: str, hparams: str | None) -> dict:
     return {key: value for key, value in values.items() if key != "n_timesteps"}
 
 
-def with_sb3_defaults(settings: dict) -> dict:
-    """``settings`` with SB3 PPO's default for each number or switch they leave out, so that a file that writes
-    ``ent_coef: 0.0`` and one that leaves it out record the same settings."""
-    defaults = {
-        name: parameter.default
-        for name, parameter in inspect.signature(SB3PPO.__init__).parameters.items()
-        if isinstance(parameter.default, (int, float)) and name not in ("verbose", "_init_setup_model")
-    }
-    return {**defaults, **settings}
-
-
 def check_settings(args: argparse.Namespace, env_id: str) -> None:
     """Refuse an ``--out`` folder whose runs of ``env_id`` used other settings; record them where none are.
 
@@ -107,7 +95,8 @@ def check_settings(args: argparse.Namespace, env_id: str) -> None:
     if not path.is_file():
         write_atomic(path, json.dumps(current, indent=1, sort_keys=True) + "\n")
         return
-    recorded, asked = with_sb3_defaults(json.loads(path.read_text())), with_sb3_defaults(current)
+    # SB3's defaults filled in: a file that leaves out ``ent_coef: 0.0`` holds the settings of one that writes it
+    recorded, asked = sb3_default_settings() | json.loads(path.read_text()), sb3_default_settings() | current
     changed = sorted(key for key in recorded.keys() | asked.keys() if recorded.get(key) != asked.get(key))
     if changed:
         raise SettingsMismatchError(
