@@ -96,7 +96,8 @@ def check_settings(args: argparse.Namespace, env_id: str) -> None:
         write_atomic(path, json.dumps(current, indent=1, sort_keys=True) + "\n")
         return
     # SB3's defaults filled in: a file that leaves out ``ent_coef: 0.0`` holds the settings of one that writes it
-    recorded, asked = sb3_default_settings() | json.loads(path.read_text()), sb3_default_settings() | current
+    defaults = sb3_default_settings()
+    recorded, asked = defaults | json.loads(path.read_text()), defaults | current
     changed = sorted(key for key in recorded.keys() | asked.keys() if recorded.get(key) != asked.get(key))
     if changed:
         raise SettingsMismatchError(
