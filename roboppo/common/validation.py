@@ -143,6 +143,7 @@ def check_rollout(n_steps: int, n_envs: int, where: str) -> None:
 ROBOPPO_PPO_KEYS: dict[str, tuple[type, ...]] = {
     "n_envs": (int, type(None)),
     "reward_scale": (int, float, type(None)),
+    "normalize_reward": (bool, type(None)),
     "train_backend": (str,),
     "overlap_update": (bool,),
 }

@@ -20,6 +20,7 @@ from stable_baselines3 import PPO as SB3PPO
 from stable_baselines3.common.buffers import RolloutBuffer
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.policies import BasePolicy
+from stable_baselines3.common.running_mean_std import RunningMeanStd
 from stable_baselines3.common.save_util import json_to_data
 from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback
 from stable_baselines3.common.utils import check_for_correct_spaces, explained_variance, obs_as_tensor
@@ -63,7 +64,9 @@ class PPO(SB3PPO):
     - ``"MlpPolicy"`` is :class:`~roboppo.ppo.policies.TanhGaussianPolicy`: tanh-squashed Gaussian
       Box actions and observation normalization inside the policy, so the saved zip is all a user
       needs. SB3's other aliases (``"CnnPolicy"``, ``"MultiInputPolicy"``) are SB3's policies.
-    - ``reward_scale`` multiplies the rewards PPO learns from (not the episode statistics).
+    - ``reward_scale`` multiplies the rewards PPO learns from (not the episode statistics);
+      ``normalize_reward=True`` first divides them by a running standard deviation of the discounted
+      return, as SB3's ``VecNormalize(norm_obs=False)`` does, with its statistics saved in the model.
     - Rollouts store pre-tanh actions and their exact log-probabilities; the update runs every
       epoch and minibatch of a rollout in one compiled JAX call on the CPU (``train_backend``).
     - Observation statistics are updated once per rollout, *after* the gradient steps on that
@@ -89,6 +92,10 @@ class PPO(SB3PPO):
     :param env_kwargs: keyword arguments for ``gym.make`` / ``gym.make_vec`` when ``env`` is an id.
     :param reward_scale: rewards are multiplied by this before GAE (episode statistics are not);
         default: the zoo entry's, else 1.
+    :param normalize_reward: divide the rewards PPO learns from by the running standard deviation of
+        each copy's discounted return (SB3's ``VecNormalize`` reward scaling, clipped to +-10 as there),
+        before ``reward_scale``; the statistics are saved with the model and ``rollout/return_std``
+        logs the standard deviation. Default: the zoo entry's, else False.
     :param train_backend: how roboppo's policy is updated: ``"jax"`` runs every epoch and
         minibatch of a rollout in one compiled JAX call (CPU only; about 10x less time than
         PyTorch for small networks), ``"torch"`` the PyTorch loop of :mod:`roboppo.ppo.torch_train`,
@@ -131,6 +138,7 @@ class PPO(SB3PPO):
         n_envs: int | None = None,
         env_kwargs: dict[str, Any] | None = None,
         reward_scale: float | None = None,
+        normalize_reward: bool | None = None,
         train_backend: str | None = None,
         overlap_update: bool | None = None,
         hyperparams: str | ZooEntry | None = None,
@@ -139,14 +147,17 @@ class PPO(SB3PPO):
         given = _SB3_SIGNATURE.bind_partial(self, policy, env, *args, **kwargs).arguments
         given.pop("self")
         ours = {
-            "n_envs": n_envs, "reward_scale": reward_scale, "train_backend": train_backend,
-            "overlap_update": overlap_update,
+            "n_envs": n_envs, "reward_scale": reward_scale, "normalize_reward": normalize_reward,
+            "train_backend": train_backend, "overlap_update": overlap_update,
         }  # fmt: skip
         explicit = set(given) | {key for key, value in ours.items() if value is not None}
         entry = zoo_entry(hyperparams, env, given.get("device", "auto"))
         taken, replaced = ({}, []) if entry is None else zoo_arguments(entry, explicit, self._is_roboppo_policy(policy))
         settings = {key: value for key, value in ours.items() if value is not None} | taken
         self.reward_scale = float(settings.pop("reward_scale", 1.0))
+        self.normalize_reward = bool(settings.pop("normalize_reward", False))
+        self.return_rms = RunningMeanStd(shape=()) if self.normalize_reward else None
+        self._discounted_returns: np.ndarray | None = None  # each copy's running return, for return_rms
         self.train_backend = settings.pop("train_backend", "auto")
         if self.train_backend not in TRAIN_BACKENDS:
             raise ValueError(f"train_backend must be one of {TRAIN_BACKENDS}, got {self.train_backend!r}.")
@@ -360,7 +371,10 @@ class PPO(SB3PPO):
         tb_log_name: str = "run",
         progress_bar: bool = False,
     ) -> tuple[int, BaseCallback]:
-        """SB3's ``_setup_learn``; the first observations are checked for NaN and inf."""
+        """SB3's ``_setup_learn``; the first observations are checked for NaN and inf. Where it resets the env,
+        the running returns of ``normalize_reward`` start again at 0 (as ``VecNormalize.reset`` sets them)."""
+        if reset_num_timesteps or self._last_obs is None:
+            self._discounted_returns = None
         result = super()._setup_learn(total_timesteps, callback, reset_num_timesteps, tb_log_name, progress_bar)
         assert self.env is not None
         check_finite(self.env, None, self._last_obs)
@@ -380,7 +394,7 @@ class PPO(SB3PPO):
         """
         settings = sb3_default_settings() | getattr(self, "_settings", {}) | self.hyperparams
         settings.update(
-            reward_scale=self.reward_scale, train_backend=self.train_backend,
+            reward_scale=self.reward_scale, normalize_reward=self.normalize_reward, train_backend=self.train_backend,
             overlap_update=getattr(self, "overlap_update", False),
         )  # fmt: skip
         settings["policy_kwargs"] = policy_keywords(self.policy)
@@ -393,7 +407,7 @@ class PPO(SB3PPO):
     ) -> bool:
         """SB3's ``collect_rollouts``, with the policy's actions from :func:`~roboppo.ppo.rollout.policy_actions`,
         every step checked for NaN and inf, one batched value call for time-limit bootstraps and rewards
-        multiplied by ``reward_scale``.
+        multiplied by ``reward_scale`` (:meth:`_learning_rewards`).
 
         Callbacks see SB3's ``locals`` (NumPy ``dones``, ``infos``, ``rewards`` as the env returned them,
         ``actions`` as stored, ``clipped_actions`` as sent to the env). NumPy's BLAS runs on one thread
@@ -433,7 +447,7 @@ class PPO(SB3PPO):
             n_steps += 1
             if isinstance(self.action_space, spaces.Discrete):
                 actions = actions.reshape(-1, 1)
-            learning_rewards = self.reward_scale * rewards
+            learning_rewards = self._learning_rewards(rewards, dones)
             ended = np.flatnonzero(dones)
             if ended.size:
                 learning_rewards = learning_rewards + self.gamma * truncation_values(self.policy, infos, ended)
@@ -452,9 +466,24 @@ class PPO(SB3PPO):
         rollout_buffer.compute_returns_and_advantage(last_values=values, dones=dones)
         if sampler is not None and sampler.refusal is not None:  # the policy changed during the rollout
             self._path_ran("sampler", Choice("torch", reason=sampler.refusal))
+        if self.return_rms is not None:
+            self.logger.record("rollout/return_std", float(np.sqrt(self.return_rms.var)))
         callback.update_locals(locals())
         callback.on_rollout_end()
         return True
+
+    def _learning_rewards(self, rewards: np.ndarray, dones: np.ndarray) -> np.ndarray:
+        """The rewards PPO learns from: with ``normalize_reward``, divided by the running standard deviation
+        of the discounted return and clipped to +-10 (SB3's ``VecNormalize``); then times ``reward_scale``."""
+        if self.return_rms is None:
+            return self.reward_scale * rewards
+        if self._discounted_returns is None or self._discounted_returns.shape != rewards.shape:
+            self._discounted_returns = np.zeros(rewards.shape)
+        self._discounted_returns = self._discounted_returns * self.gamma + rewards
+        self.return_rms.update(self._discounted_returns)
+        self._discounted_returns[dones] = 0.0
+        normalized = np.clip(rewards / np.sqrt(self.return_rms.var + 1e-8), -10.0, 10.0)
+        return self.reward_scale * normalized.astype(np.float32)  # float32, as VecNormalize returns them
 
     # -- training -------------------------------------------------------------------------------
 

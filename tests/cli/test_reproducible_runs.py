@@ -108,6 +108,19 @@ def test_a_resumed_run_ends_as_the_uninterrupted_run(finished: pathlib.Path, tmp
             assert len(logged) >= 3 and logged == whole[-len(logged) :]
 
 
+def test_a_resumed_run_with_normalized_rewards_ends_as_the_uninterrupted_run(tmp_path: pathlib.Path) -> None:
+    """The return statistics and each copy's running return, mid-episode at the checkpoint, resume too."""
+    finished_run = train(tmp_path / "whole", ENV, "-p", "normalize_reward=true")
+    assert yaml.safe_load((finished_run / "config.yml").read_text())["hyperparams"]["normalize_reward"] is True
+    run = interrupted_copy(finished_run, tmp_path / "resumed")
+    assert main(["train", "--resume", str(run), "--no-progress-bar"]) == 0
+    assert_same_model(run / "model.zip", finished_run / "model.zip")
+    assert_same_evaluations(run, finished_run)
+    model, other = PPO.load(run / "model.zip"), PPO.load(finished_run / "model.zip")
+    assert model.return_rms.var == other.return_rms.var and model.return_rms.count == 1024 + 1e-4
+    np.testing.assert_array_equal(model._discounted_returns, other._discounted_returns)
+
+
 def test_a_run_resumed_from_its_finished_model_continues_as_one_longer_run(tmp_path: pathlib.Path) -> None:
     longer = train(tmp_path / "long", ENV, "--n-timesteps", "1536")
     shorter = train(tmp_path / "short")  # 1024 steps: its model.zip ends at a rollout boundary, with its state

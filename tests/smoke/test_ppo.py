@@ -12,7 +12,7 @@ import torch as th
 from stable_baselines3.common.callbacks import BaseCallback, CheckpointCallback, EvalCallback
 from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.utils import obs_as_tensor
-from stable_baselines3.common.vec_env import DummyVecEnv
+from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from roboppo import PPO, TanhGaussianPolicy
@@ -196,6 +196,30 @@ def test_gae_bootstraps_on_truncation_not_on_termination() -> None:
             expected = 0.5 * model.policy.predict_values(terminal).item()
         assert rewards[step] == pytest.approx(expected, rel=1e-5) and expected != 0.0
     assert np.all(rewards[[0, 1, 3, 4, 5, 6, 8, 9, 11, 12, 13, 14]] == 0.0)
+
+
+def test_normalize_reward_learns_from_the_rewards_sb3s_vecnormalize_gives(
+    tmp_path: pathlib.Path, tiny: dict[str, Any]
+) -> None:
+    """``normalize_reward=True`` equals SB3's ``VecNormalize(norm_obs=False)`` around the env, over rollouts
+    with falls and time limits; its statistics and running returns are saved with the model."""
+    settings = tiny | {"gamma": 0.9, "seed": 0}  # each model built and trained in turn: SB3 seeds global generators
+    limit = {"max_episode_steps": 30}
+    ours = PPO("MlpPolicy", make_env_from_id("RoboHopper-v0", 2, 3, limit), normalize_reward=True, **settings)
+    ours.learn(64 * 2 * 3)
+    venv = VecNormalize(make_env_from_id("RoboHopper-v0", 2, 3, limit), norm_obs=False, gamma=0.9)
+    theirs = PPO("MlpPolicy", venv, **settings).learn(64 * 2 * 3)
+    assert ours.return_rms is not None and theirs.return_rms is None
+    assert ours.return_rms.count == venv.ret_rms.count and 0 < ours.return_rms.var == venv.ret_rms.var
+    np.testing.assert_array_equal(ours.rollout_buffer.rewards, theirs.rollout_buffer.rewards)
+    assert np.abs(ours.rollout_buffer.rewards).max() > 0
+    lengths = [info["l"] for info in ours.ep_info_buffer]
+    assert 30 in lengths and min(lengths) < 30  # time limits and falls
+    assert [info["r"] for info in ours.ep_info_buffer] == [info["r"] for info in theirs.ep_info_buffer]
+    ours.save(tmp_path / "model.zip")
+    loaded = PPO.load(tmp_path / "model.zip")
+    assert loaded.normalize_reward and loaded.return_rms.var == ours.return_rms.var
+    np.testing.assert_array_equal(loaded._discounted_returns, venv.returns)
 
 
 def test_imitation_gail_imports_on_this_stack() -> None:
