@@ -144,6 +144,7 @@ ROBOPPO_PPO_KEYS: dict[str, tuple[type, ...]] = {
     "n_envs": (int, type(None)),
     "reward_scale": (int, float, type(None)),
     "normalize_reward": (bool, type(None)),
+    "recompute_advantage": (bool, type(None)),
     "train_backend": (str,),
     "overlap_update": (bool,),
 }

@@ -34,6 +34,8 @@ class UpdateShape:
     clip_values: bool
     betas: tuple[float, float]
     eps: float
+    recompute_advantage: bool = False
+    n_envs: int = 0  # the rollout's copies, with recompute_advantage (samples are step-major: [n_steps, n_envs])
 
 
 # each activation of roboppo.ppo.fast_paths.ACTIVATIONS, given its parameter
@@ -68,7 +70,15 @@ def build() -> Any:
 
 
 def update(
-    params: list, adam: tuple, data: tuple, orders: Any, noise: Any, hyper: dict, *, shape: UpdateShape
+    params: list,
+    adam: tuple,
+    data: tuple,
+    orders: Any,
+    noise: Any,
+    hyper: dict,
+    revaluation: tuple | None = None,
+    *,
+    shape: UpdateShape,
 ) -> tuple:
     """``shape.n_epochs`` shuffled passes of clipped-surrogate minibatch updates.
 
@@ -79,7 +89,12 @@ def update(
     :param orders: one permutation of ``range(n)`` per epoch, ``[n_epochs, n]``.
     :param noise: standard normal draws for the entropy estimate, ``[n_epochs, n, act_dim]``.
     :param hyper: ``lr``, ``clip_range``, ``clip_range_vf``, ``ent_coef``, ``vf_coef``,
-        ``max_grad_norm``, ``target_kl`` (already times 1.5; ``inf`` for none).
+        ``max_grad_norm``, ``target_kl`` (already times 1.5; ``inf`` for none); with
+        ``shape.recompute_advantage`` also ``gamma`` and ``gamma_lambda`` (``gamma * gae_lambda``).
+    :param revaluation: with ``shape.recompute_advantage``: the rewards and episode starts
+        ``[n_steps, n_envs]``, the critic features of the observations after the last step
+        ``[n_envs, obs_dim]`` and their dones ``[n_envs]``; every epoch after the first then trains on
+        advantages and returns recomputed with the critic as it is (:func:`_gae`, SB3's GAE).
     :return: new parameters, new Adam state, summed minibatch statistics (policy, value and
         entropy loss, approx KL, clip fraction), number of minibatches run, epochs started,
         the last minibatch's loss, the mean approx KL of the last epoch that ran, and the approx
@@ -100,8 +115,8 @@ def update(
         "stop_kl": jnp.asarray(jnp.nan),
     }
 
-    def minibatch(carry: dict, index: Any, epoch_noise: Any) -> dict:
-        batch = [array[index] for array in data]
+    def minibatch(carry: dict, index: Any, epoch_noise: Any, epoch_data: tuple) -> dict:
+        batch = [array[index] for array in epoch_data]
         (loss, stats), grads = jax.value_and_grad(_loss, has_aux=True)(
             carry["params"], batch, epoch_noise[index], hyper, shape
         )
@@ -129,7 +144,12 @@ def update(
     n_full = shape.n_samples // shape.batch_size
 
     def epoch(carry: dict, inputs: tuple) -> tuple[dict, None]:
-        order, epoch_noise = inputs
+        order, epoch_noise, first = inputs
+        epoch_data = data
+        if shape.recompute_advantage:
+            assert revaluation is not None
+            advantages, returns = _revalued(carry["params"], data[1], revaluation, hyper, shape)
+            epoch_data = (*data[:5], jnp.where(first, data[5], advantages), jnp.where(first, data[6], returns))
         running = ~carry["stopped"]
         carry = {
             **carry,
@@ -138,12 +158,13 @@ def update(
             "epoch_minibatches": jnp.where(running, 0, carry["epoch_minibatches"]),
         }
         full = order[: n_full * shape.batch_size].reshape(n_full, shape.batch_size)
-        carry, _ = jax.lax.scan(lambda c, index: (minibatch(c, index, epoch_noise), None), carry, full)
+        carry, _ = jax.lax.scan(lambda c, index: (minibatch(c, index, epoch_noise, epoch_data), None), carry, full)
         if n_full * shape.batch_size < shape.n_samples:  # SB3's last, shorter minibatch
-            carry = minibatch(carry, order[n_full * shape.batch_size :], epoch_noise)
+            carry = minibatch(carry, order[n_full * shape.batch_size :], epoch_noise, epoch_data)
         return carry, None
 
-    carry, _ = jax.lax.scan(epoch, carry, (orders, noise))
+    firsts = jnp.arange(shape.n_epochs) == 0
+    carry, _ = jax.lax.scan(epoch, carry, (orders, noise, firsts))
     adam_out = carry["adam"]
     last_epoch_kl = carry["epoch_kl_sum"] / jnp.maximum(carry["epoch_minibatches"], 1)
     return (
@@ -156,6 +177,32 @@ def update(
         last_epoch_kl,
         carry["stop_kl"],
     )
+
+
+def _revalued(params: list, vf_features: Any, revaluation: tuple, hyper: dict, shape: UpdateShape) -> tuple[Any, Any]:
+    """The rollout's advantages and returns (flat) under the critic ``params`` give."""
+    rewards, episode_starts, last_vf_features, last_dones = revaluation
+    start = sum(1 + has_bias for kind, _, has_bias in shape.actor if kind == "linear")
+    values = _run(shape.critic, params, start, vf_features)[0][:, 0].reshape(-1, shape.n_envs)
+    last_values = _run(shape.critic, params, start, last_vf_features)[0][:, 0]
+    advantages = _gae(values, last_values, rewards, episode_starts, last_dones, hyper["gamma"], hyper["gamma_lambda"])
+    return advantages.reshape(-1), (advantages + values).reshape(-1)
+
+
+def _gae(
+    values: Any, last_values: Any, rewards: Any, episode_starts: Any, last_dones: Any, gamma: Any, gamma_lambda: Any
+) -> Any:
+    """GAE ``[n_steps, n_envs]``, as SB3's ``RolloutBuffer.compute_returns_and_advantage`` computes it."""
+    next_non_terminal = jnp.concatenate([1.0 - episode_starts[1:], (1.0 - last_dones)[None]])
+    next_values = jnp.concatenate([values[1:], last_values[None]])
+    deltas = rewards + gamma * next_values * next_non_terminal - values
+
+    def back(gae: Any, step: tuple) -> tuple[Any, Any]:
+        delta, non_terminal = step
+        gae = delta + gamma_lambda * non_terminal * gae
+        return gae, gae
+
+    return jax.lax.scan(back, jnp.zeros_like(last_values), (deltas, next_non_terminal), reverse=True)[1]
 
 
 def _loss(params: list, batch: list, noise: Any, hyper: dict, shape: UpdateShape) -> tuple[Any, Any]:

@@ -30,10 +30,10 @@ import numpy as np
 import torch as th
 
 from roboppo.ppo.fast_paths import Op, PolicyGraph
-from roboppo.ppo.update import RolloutBatch, UpdateSettings, UpdateStats, random_draws
+from roboppo.ppo.update import Revaluation, RolloutBatch, UpdateSettings, UpdateStats, random_draws
 
 
-def _update_shape(graph: PolicyGraph, settings: UpdateSettings, n_samples: int) -> Any:
+def _update_shape(graph: PolicyGraph, settings: UpdateSettings, n_samples: int, revaluation: Revaluation | None) -> Any:
     from roboppo.ppo.jax_program import UpdateShape
 
     group = graph.policy.optimizer.param_groups[0]
@@ -47,6 +47,8 @@ def _update_shape(graph: PolicyGraph, settings: UpdateSettings, n_samples: int) 
         clip_values=settings.clip_range_vf is not None,
         betas=tuple(group["betas"]),
         eps=float(group["eps"]),
+        recompute_advantage=revaluation is not None,
+        n_envs=0 if revaluation is None else revaluation.buffer.n_envs,
     )
 
 
@@ -54,12 +56,16 @@ def _shape_of(ops: tuple[Op, ...]) -> tuple[tuple[str, float, bool], ...]:
     return tuple((op.kind, op.arg, op.bias is not None) for op in ops)
 
 
-def train(graph: PolicyGraph, batch: RolloutBatch, settings: UpdateSettings) -> UpdateStats:
+def train(
+    graph: PolicyGraph, batch: RolloutBatch, settings: UpdateSettings, revaluation: Revaluation | None = None
+) -> UpdateStats:
     """``settings.n_epochs`` epochs of PPO minibatch updates of ``graph``'s policy on ``batch``, in one XLA call.
 
     ``graph`` comes from :func:`roboppo.ppo.fast_paths.update_choice`, which decided that this path applies.
+    With ``revaluation``, every epoch after the first trains on advantages and returns recomputed with
+    the critic as it is then, as :func:`roboppo.ppo.torch_train.train` does.
     """
-    return start(graph, batch, settings).apply(graph.parameters(), graph.policy.optimizer)
+    return start(graph, batch, settings, revaluation=revaluation).apply(graph.parameters(), graph.policy.optimizer)
 
 
 @dataclasses.dataclass
@@ -106,7 +112,13 @@ class PendingUpdate:
         return self.__dict__
 
 
-def start(graph: PolicyGraph, batch: RolloutBatch, settings: UpdateSettings, background: bool = False) -> PendingUpdate:
+def start(
+    graph: PolicyGraph,
+    batch: RolloutBatch,
+    settings: UpdateSettings,
+    background: bool = False,
+    revaluation: Revaluation | None = None,
+) -> PendingUpdate:
     """Hand the update of :func:`train` to JAX and return at once, the policy untouched (JAX runs it on its threads).
 
     Every random draw is taken here, in the calling thread, so a run is the same whenever the result
@@ -131,6 +143,18 @@ def start(graph: PolicyGraph, batch: RolloutBatch, settings: UpdateSettings, bac
         "target_kl": math.inf if settings.target_kl is None else 1.5 * settings.target_kl,
     }
     data = (pi_features, vf_features, actions, batch.old_values, batch.old_log_prob, batch.advantages, batch.returns)
+    gae_inputs = None
+    if revaluation is not None:
+        buffer = revaluation.buffer
+        hyper |= {"gamma": buffer.gamma, "gamma_lambda": buffer.gamma * buffer.gae_lambda}
+        with th.no_grad():
+            last_features = policy.actor_critic_features(revaluation.last_observations)[1]
+        gae_inputs = (
+            buffer.rewards.copy(),
+            buffer.episode_starts.copy(),
+            _copy(last_features),
+            revaluation.last_dones.astype(np.float32),
+        )
     step, exp_avg, exp_avg_sq = _adam_state(policy.optimizer, params)
     outputs = _compiled_update()(
         [_copy(p) for p in params],
@@ -139,7 +163,8 @@ def start(graph: PolicyGraph, batch: RolloutBatch, settings: UpdateSettings, bac
         _copy(orders.int()),
         _copy(noise),
         hyper,
-        shape=_update_shape(graph, settings, n_samples),
+        gae_inputs,
+        shape=_update_shape(graph, settings, n_samples, revaluation),
     )
     if background:
         lower_compute_threads()

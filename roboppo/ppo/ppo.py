@@ -41,7 +41,7 @@ from roboppo.ppo.fast_paths import describe as describe_graph
 from roboppo.ppo.policies import TanhGaussianPolicy
 from roboppo.ppo.rollout import flat_batch, policy_actions, truncation_values
 from roboppo.ppo.sampler import RolloutSampler, one_blas_thread
-from roboppo.ppo.update import RolloutBatch, UpdateSettings, UpdateStats
+from roboppo.ppo.update import Revaluation, RolloutBatch, UpdateSettings, UpdateStats
 
 SelfPPO = TypeVar("SelfPPO", bound="PPO")
 
@@ -67,6 +67,8 @@ class PPO(SB3PPO):
     - ``reward_scale`` multiplies the rewards PPO learns from (not the episode statistics);
       ``normalize_reward=True`` first divides them by a running standard deviation of the discounted
       return, as SB3's ``VecNormalize(norm_obs=False)`` does, with its statistics saved in the model.
+    - ``recompute_advantage=True`` recomputes GAE with the value network as trained so far before
+      each epoch after the first (SB3 computes it once per rollout).
     - Rollouts store pre-tanh actions and their exact log-probabilities; the update runs every
       epoch and minibatch of a rollout in one compiled JAX call on the CPU (``train_backend``).
     - Observation statistics are updated once per rollout, *after* the gradient steps on that
@@ -96,6 +98,13 @@ class PPO(SB3PPO):
         each copy's discounted return (SB3's ``VecNormalize`` reward scaling, clipped to +-10 as there),
         before ``reward_scale``; the statistics are saved with the model and ``rollout/return_std``
         logs the standard deviation. Default: the zoo entry's, else False.
+    :param recompute_advantage: before each epoch after the first, recompute the rollout's advantages
+        and returns (GAE, as SB3's ``RolloutBuffer`` computes them) with the value network as trained so
+        far, instead of once per rollout. The rewards are those collected (time-limit bootstraps
+        included, valued when they were collected); the old values of ``clip_range_vf`` and the logged
+        explained variance stay the rollout's. Needs roboppo's policy on its pre-tanh path (the JAX and
+        the PyTorch update both do it); any other policy raises ``ValueError`` naming why. Default: the
+        zoo entry's, else False.
     :param train_backend: how roboppo's policy is updated: ``"jax"`` runs every epoch and
         minibatch of a rollout in one compiled JAX call (CPU only; about 10x less time than
         PyTorch for small networks), ``"torch"`` the PyTorch loop of :mod:`roboppo.ppo.torch_train`,
@@ -139,6 +148,7 @@ class PPO(SB3PPO):
         env_kwargs: dict[str, Any] | None = None,
         reward_scale: float | None = None,
         normalize_reward: bool | None = None,
+        recompute_advantage: bool | None = None,
         train_backend: str | None = None,
         overlap_update: bool | None = None,
         hyperparams: str | ZooEntry | None = None,
@@ -148,7 +158,8 @@ class PPO(SB3PPO):
         given.pop("self")
         ours = {
             "n_envs": n_envs, "reward_scale": reward_scale, "normalize_reward": normalize_reward,
-            "train_backend": train_backend, "overlap_update": overlap_update,
+            "recompute_advantage": recompute_advantage, "train_backend": train_backend,
+            "overlap_update": overlap_update,
         }  # fmt: skip
         explicit = set(given) | {key for key, value in ours.items() if value is not None}
         entry = zoo_entry(hyperparams, env, given.get("device", "auto"))
@@ -158,6 +169,7 @@ class PPO(SB3PPO):
         self.normalize_reward = bool(settings.pop("normalize_reward", False))
         self.return_rms = RunningMeanStd(shape=()) if self.normalize_reward else None
         self._discounted_returns: np.ndarray | None = None  # each copy's running return, for return_rms
+        self.recompute_advantage = bool(settings.pop("recompute_advantage", False))
         self.train_backend = settings.pop("train_backend", "auto")
         if self.train_backend not in TRAIN_BACKENDS:
             raise ValueError(f"train_backend must be one of {TRAIN_BACKENDS}, got {self.train_backend!r}.")
@@ -191,6 +203,8 @@ class PPO(SB3PPO):
         self._sampling_weights: list[th.Tensor] | None = None
         with _flattening(flatten), without_dynamo_import():
             super().__init__(**(given | settings))
+        if self.recompute_advantage and not loading:
+            self._refuse_recompute(update_choice(self.policy, self.train_backend))
         if entry is not None and self.verbose >= 1:
             print(describe(entry.source, self.hyperparams, replaced))
 
@@ -394,7 +408,8 @@ class PPO(SB3PPO):
         """
         settings = sb3_default_settings() | getattr(self, "_settings", {}) | self.hyperparams
         settings.update(
-            reward_scale=self.reward_scale, normalize_reward=self.normalize_reward, train_backend=self.train_backend,
+            reward_scale=self.reward_scale, normalize_reward=self.normalize_reward,
+            recompute_advantage=getattr(self, "recompute_advantage", False), train_backend=self.train_backend,
             overlap_update=getattr(self, "overlap_update", False),
         )  # fmt: skip
         settings["policy_kwargs"] = policy_keywords(self.policy)
@@ -510,6 +525,7 @@ class PPO(SB3PPO):
                 return
             self._overlap_refused(choice)
         if choice.path == "sb3":
+            self._refuse_recompute(choice)
             super().train()
         else:
             self._train_pre_tanh(choice)
@@ -517,6 +533,22 @@ class PPO(SB3PPO):
         self._update_obs_normalizer()
         self._trained_statistics = trained if trained else None
         self._adapt_learning_rate()
+
+    def _refuse_recompute(self, choice: Choice) -> None:
+        """``recompute_advantage`` with a policy SB3's ``train`` updates: a ``ValueError`` naming why."""
+        if choice.path == "sb3" and getattr(self, "recompute_advantage", False):
+            raise ValueError(
+                "recompute_advantage=True needs roboppo's JAX or PyTorch update, but SB3's train (advantages "
+                f"once per rollout) updates this policy: {choice.reason}. Use recompute_advantage=False."
+            )
+
+    def _revaluation(self) -> Revaluation | None:
+        """What recomputing this rollout's advantages needs (``recompute_advantage``), or None."""
+        if not getattr(self, "recompute_advantage", False):
+            return None
+        assert self._last_obs is not None and self._last_episode_starts is not None
+        last_obs = obs_as_tensor(self._last_obs, self.device)  # type: ignore[arg-type]
+        return Revaluation(self.rollout_buffer, last_obs, np.array(self._last_episode_starts))  # type: ignore[arg-type]
 
     def _adapt_learning_rate(self) -> None:
         if isinstance(self.learning_rate, KLAdaptiveLR):
@@ -527,7 +559,7 @@ class PPO(SB3PPO):
         samples with the weights as they are while the update runs (:meth:`_finish_pending` writes it)."""
         assert choice.graph is not None
         _, settings, batch = self._update_inputs()
-        pending = jax_train.start(choice.graph, batch, settings, background=True)
+        pending = jax_train.start(choice.graph, batch, settings, background=True, revaluation=self._revaluation())
         pending.statistics = self._normalizer_states()
         pending.explained_variance = self._explained_variance()
         self._pending = pending
@@ -556,10 +588,11 @@ class PPO(SB3PPO):
 
     def _train_pre_tanh(self, choice: Choice) -> None:
         policy, settings, batch = self._update_inputs()
+        revaluation = self._revaluation()
         if choice.graph is not None:
-            stats = jax_train.train(choice.graph, batch, settings)
+            stats = jax_train.train(choice.graph, batch, settings, revaluation)
         else:
-            stats = torch_train.train(policy, batch, settings)
+            stats = torch_train.train(policy, batch, settings, revaluation)
         self._count_update(stats)
         self._record_update(stats, settings, self._explained_variance())
 

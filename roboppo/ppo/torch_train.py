@@ -12,6 +12,8 @@ what changes is the bookkeeping around them:
 - gradient clipping runs over all parameters at once (``foreach``).
 
 Actions are pre-tanh and scored by :meth:`~roboppo.ppo.policies.TanhGaussianPolicy.evaluate_pre_tanh`.
+With a :class:`~roboppo.ppo.update.Revaluation` (``recompute_advantage``), each epoch after the first
+trains on advantages and returns recomputed with the value network as it is then.
 """
 
 from __future__ import annotations
@@ -19,17 +21,25 @@ from __future__ import annotations
 import torch as th
 
 from roboppo.ppo.policies import TanhGaussianPolicy
-from roboppo.ppo.update import RolloutBatch, UpdateSettings, UpdateStats, random_draws
+from roboppo.ppo.update import Revaluation, RolloutBatch, UpdateSettings, UpdateStats, random_draws
 
 
-def train(policy: TanhGaussianPolicy, batch: RolloutBatch, settings: UpdateSettings) -> UpdateStats:
-    """``settings.n_epochs`` epochs of clipped-surrogate minibatch updates of ``policy`` on ``batch``."""
+def train(
+    policy: TanhGaussianPolicy, batch: RolloutBatch, settings: UpdateSettings, revaluation: Revaluation | None = None
+) -> UpdateStats:
+    """``settings.n_epochs`` epochs of clipped-surrogate minibatch updates of ``policy`` on ``batch``.
+
+    :param revaluation: when given, the advantages and returns of every epoch after the first are
+        recomputed from the current value network (:func:`revalued`).
+    """
     stats: list[th.Tensor] = []
     loss = th.zeros(())
     epochs, last_epoch_start, stopped = 0, 0, False
     n_samples, action_dim = batch.actions.shape
     orders, noise = random_draws(n_samples, settings.n_epochs, action_dim)
     for order, epoch_noise in zip(orders, noise, strict=True):
+        if epochs and revaluation is not None:
+            batch = revalued(policy, batch, revaluation)
         epochs, last_epoch_start = epochs + 1, len(stats)
         order = order.to(batch.observations.device)
         loss, stopped = _run_epoch(policy, batch, order, epoch_noise.to(order.device)[order], settings, stats)
@@ -39,6 +49,15 @@ def train(policy: TanhGaussianPolicy, batch: RolloutBatch, settings: UpdateSetti
     approx_kl = th.stack(stats[last_epoch_start:])[:, 3].mean().item()
     stop_kl = stats[-1][3].item() if stopped else None
     return UpdateStats(policy_loss, value_loss, entropy_loss, approx_kl, clip_fraction, loss.item(), epochs, stop_kl)
+
+
+def revalued(policy: TanhGaussianPolicy, batch: RolloutBatch, revaluation: Revaluation) -> RolloutBatch:
+    """``batch`` with the advantages and returns GAE gives under ``policy``'s value network as it is now."""
+    with th.no_grad():
+        values = policy.predict_values(batch.observations).flatten()
+        last_values = policy.predict_values(revaluation.last_observations)
+    advantages, returns = revaluation.advantages(values, last_values)
+    return batch._replace(advantages=advantages, returns=returns)
 
 
 def _run_epoch(

@@ -6,10 +6,13 @@ Both backends (:mod:`roboppo.ppo.torch_train`, :mod:`roboppo.ppo.jax_train`) exp
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from typing import NamedTuple
 
+import numpy as np
 import torch as th
+from stable_baselines3.common.buffers import RolloutBuffer
 
 
 class RolloutBatch(NamedTuple):
@@ -21,6 +24,35 @@ class RolloutBatch(NamedTuple):
     old_log_prob: th.Tensor
     advantages: th.Tensor
     returns: th.Tensor
+
+
+@dataclasses.dataclass(frozen=True)
+class Revaluation:
+    """What ``recompute_advantage`` needs to recompute a rollout's advantages before each epoch.
+
+    The buffer gives the rewards PPO learns from (time-limit bootstraps included, as collected),
+    the episode starts, ``gamma`` and ``gae_lambda``; the observations after the rollout's last step
+    and their ``dones`` close it, as they did for the rollout's own advantages.
+    """
+
+    buffer: RolloutBuffer
+    last_observations: th.Tensor
+    last_dones: np.ndarray
+
+    def advantages(self, values: th.Tensor, last_values: th.Tensor) -> tuple[th.Tensor, th.Tensor]:
+        """GAE and returns of the rollout under these values (flat, in :class:`RolloutBatch`'s order).
+
+        SB3's own ``RolloutBuffer.compute_returns_and_advantage``, run on a shallow copy of the buffer
+        whose values are ``values``: the buffer itself keeps the rollout's values and advantages.
+        """
+        buffer = copy.copy(self.buffer)
+        buffer.values = values.detach().cpu().numpy().reshape(buffer.buffer_size, buffer.n_envs)
+        buffer.advantages = np.zeros_like(buffer.values)
+        buffer.compute_returns_and_advantage(last_values.detach(), self.last_dones)
+        device = values.device
+        return th.as_tensor(buffer.advantages.reshape(-1), device=device), th.as_tensor(
+            buffer.returns.reshape(-1), device=device
+        )
 
 
 @dataclasses.dataclass(frozen=True)

@@ -44,6 +44,7 @@ def twins(**kwargs: Any) -> tuple[PPO, PPO]:
     # deep copies: load_state_dict would share the moment tensors, which torch's Adam updates in place
     jax_model.policy.optimizer.load_state_dict(copy.deepcopy(torch_model.policy.optimizer.state_dict()))
     jax_model.rollout_buffer = copy.deepcopy(torch_model.rollout_buffer)
+    jax_model._last_obs, jax_model._last_episode_starts = torch_model._last_obs, torch_model._last_episode_starts
     jax_model._n_updates = torch_model._n_updates
     for model in (torch_model, jax_model):
         model._current_progress_remaining = 0.5
@@ -92,6 +93,13 @@ def test_same_steps_moments_and_logs_as_the_torch_loop() -> None:
 
 def test_same_steps_with_clipped_values_and_raw_advantages() -> None:
     torch_model, jax_model = twins(clip_range_vf=0.1, normalize_advantage=False)
+    assert_same_steps(torch_model, jax_model, train_both(torch_model, jax_model))
+
+
+def test_same_steps_with_advantages_recomputed_each_epoch() -> None:
+    """A learning rate at which the critic moves enough between epochs for its new advantages to show."""
+    torch_model, jax_model = twins(recompute_advantage=True, learning_rate=0.05)
+    assert jax_model.rollout_buffer.episode_starts[1:].any()  # GAE crosses episode ends inside the rollout
     assert_same_steps(torch_model, jax_model, train_both(torch_model, jax_model))
 
 
