@@ -109,9 +109,11 @@ def test_a_resumed_run_ends_as_the_uninterrupted_run(finished: pathlib.Path, tmp
 
 
 def test_a_resumed_run_with_normalized_rewards_ends_as_the_uninterrupted_run(tmp_path: pathlib.Path) -> None:
-    """The return statistics and each copy's running return, mid-episode at the checkpoint, resume too."""
-    finished_run = train(tmp_path / "whole", ENV, "-p", "normalize_reward=true")
-    assert yaml.safe_load((finished_run / "config.yml").read_text())["hyperparams"]["normalize_reward"] is True
+    """The return statistics and each copy's running return, mid-episode at the checkpoint, resume too
+    (with advantages recomputed each epoch, from the observations after each rollout)."""
+    finished_run = train(tmp_path / "whole", ENV, "-p", "normalize_reward=true", "-p", "recompute_advantage=true")
+    hyperparams = yaml.safe_load((finished_run / "config.yml").read_text())["hyperparams"]
+    assert hyperparams["normalize_reward"] is True and hyperparams["recompute_advantage"] is True
     run = interrupted_copy(finished_run, tmp_path / "resumed")
     assert main(["train", "--resume", str(run), "--no-progress-bar"]) == 0
     assert_same_model(run / "model.zip", finished_run / "model.zip")
