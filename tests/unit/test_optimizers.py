@@ -8,10 +8,7 @@ import sys
 import textwrap
 
 import pytest
-import torch as th
 from torch.optim import Optimizer
-
-from roboppo.common.optimizers import WRAPPED_METHODS, without_dynamo_import
 
 _CACHE = "__dynamo_disable"
 
@@ -46,11 +43,23 @@ def test_a_whole_short_run_never_imports_dynamo(tmp_path: object) -> None:
 
 
 def test_the_block_leaves_the_wrappers_as_torch_wrote_them() -> None:
-    methods = [getattr(getattr(Optimizer, name), "__wrapped__", None) for name in WRAPPED_METHODS]
-    before = [getattr(method, _CACHE, None) for method in methods]
-    parameter = th.zeros(2, requires_grad=True)
-    with without_dynamo_import():
-        optimizer = th.optim.Adam([parameter], lr=0.1)
-        state = optimizer.state_dict()
-    assert [getattr(method, _CACHE, None) for method in methods] == before
-    assert state["param_groups"][0]["lr"] == 0.1 and state["param_groups"][0]["params"] == [0]
+    """In a fresh process, where torch._dynamo is not imported and the block does patch the wrappers
+    (in this one an earlier test may have imported it, and a call inside the block then fills a cache)."""
+    seen = _fresh_process(
+        f"""
+        import json, sys
+        import torch as th
+        from torch.optim import Optimizer
+        from roboppo.common.optimizers import WRAPPED_METHODS, without_dynamo_import
+        methods = [getattr(getattr(Optimizer, name), "__wrapped__", None) for name in WRAPPED_METHODS]
+        before = [getattr(method, {_CACHE!r}, None) for method in methods]
+        parameter = th.zeros(2, requires_grad=True)
+        with without_dynamo_import():
+            optimizer = th.optim.Adam([parameter], lr=0.1)
+            state = optimizer.state_dict()
+        after = [getattr(method, {_CACHE!r}, None) for method in methods]
+        print(json.dumps({{"same": after == before, "dynamo": "torch._dynamo" in sys.modules,
+                          "lr": state["param_groups"][0]["lr"], "params": state["param_groups"][0]["params"]}}))
+        """
+    )
+    assert seen == {"same": True, "dynamo": False, "lr": 0.1, "params": [0]}
