@@ -148,8 +148,12 @@ def update(
         epoch_data = data
         if shape.recompute_advantage:
             assert revaluation is not None
-            advantages, returns = _revalued(carry["params"], data[1], revaluation, hyper, shape)
-            epoch_data = (*data[:5], jnp.where(first, data[5], advantages), jnp.where(first, data[6], returns))
+            advantages, returns = jax.lax.cond(
+                first,  # the rollout's own advantages: its values came from these weights
+                lambda: (data[5], data[6]),
+                lambda: _revalued(carry["params"], data[1], revaluation, hyper, shape),
+            )
+            epoch_data = (*data[:5], advantages, returns)
         running = ~carry["stopped"]
         carry = {
             **carry,
