@@ -21,6 +21,16 @@ id                                        Brax env (default backend       max st
 ``RoboBraxInvertedPendulum-v0``           ``inverted_pendulum``           1000
 ========================================  ==============================  ===========
 
+MuJoCo Playground's robots (observations are ``Dict`` spaces of ``state`` and ``privileged_state``; the
+models come from the ``robots`` extra):
+
+==========================================  ==================================================  =========
+id                                          equals (EnvPool's port of Playground)               max steps
+==========================================  ==================================================  =========
+``roboppo/Go1JoystickFlatTerrain-v1``       ``MuJoCoPlayground/Go1JoystickFlatTerrain-v1``      1000
+``roboppo/Go1JoystickRoughTerrain-v1``      ``MuJoCoPlayground/Go1JoystickRoughTerrain-v1``     1000
+==========================================  ==================================================  =========
+
 ``RoboHopper-v0`` is MuJoCo's Hopper (Gymnasium v5 physics); ``RoboBraxHopper-v0`` is Brax's
 hopper, a different model and reward scale. Likewise the two inverted pendulums.
 
@@ -77,6 +87,14 @@ BRAX_ENVS: dict[str, str] = {
 }
 
 
+#: MuJoCo Playground's robot tasks: each id and the keywords of its batched env (the EnvPool id it equals:
+#: ``MuJoCoPlayground/<name>``, the same name)
+PLAYGROUND_ENVS: dict[str, dict[str, str]] = {
+    "roboppo/Go1JoystickFlatTerrain-v1": {"terrain": "flat"},
+    "roboppo/Go1JoystickRoughTerrain-v1": {"terrain": "rough"},
+}
+
+
 # observation and action dims of the Brax robots, so that listing them needs neither JAX nor a compilation
 BRAX_DIMS: dict[str, tuple[int, int]] = {
     "RoboAnt-v0": (27, 8),
@@ -104,6 +122,15 @@ def register_envs() -> None:
     for env_id, spec in ROBO_ENVS.items():
         if env_id not in gym.registry:
             gym.register(id=env_id, max_episode_steps=1000, **spec)  # type: ignore[arg-type]
+    for env_id, kwargs in PLAYGROUND_ENVS.items():
+        if env_id not in gym.registry:
+            gym.register(
+                id=env_id,
+                entry_point="roboppo_envs.playground.single_env:Go1JoystickEnv",
+                vector_entry_point="roboppo_envs.playground.go1:Go1JoystickVectorEnv",
+                max_episode_steps=1000,
+                kwargs=kwargs,
+            )
     for env_id, brax_name in BRAX_ENVS.items():
         if env_id not in gym.registry:
             gym.register(
@@ -124,6 +151,16 @@ def has_vector_env(env_id: str) -> bool:
     """True for the ids whose ``gym.make_vec`` builds one of roboppo's batched vector envs."""
     entry_point = gym.spec(env_id).vector_entry_point if env_id in gym.registry else None
     return isinstance(entry_point, str) and entry_point.startswith("roboppo_envs.")
+
+
+def playground_ids() -> list[str]:
+    """The ids of MuJoCo Playground's robot tasks, sorted."""
+    return sorted(PLAYGROUND_ENVS)
+
+
+def playground_twin(env_id: str) -> str | None:
+    """The EnvPool id of the Playground task ``env_id`` equals (``MuJoCoPlayground/Go1JoystickFlatTerrain-v1``)."""
+    return f"MuJoCoPlayground/{env_id.removeprefix('roboppo/')}" if env_id in PLAYGROUND_ENVS else None
 
 
 def suite_ids() -> list[str]:
@@ -151,11 +188,14 @@ register_envs()
 
 __all__ = [
     "BRAX_ENVS",
+    "PLAYGROUND_ENVS",
     "ROBO_ENVS",
     "SUITE_NAMES",
     "gymnasium_twin",
     "has_vector_env",
     "is_brax_id",
+    "playground_ids",
+    "playground_twin",
     "register_envs",
     "registered_ids",
     "roboppo_ids",

@@ -54,9 +54,13 @@ class GymnasiumVecEnv(VecEnv):
         self._returns += rewards
         self._lengths += 1
         infos: list[dict[str, Any]] = [{} for _ in range(self.num_envs)]
+        final = info.get("final_obs")
         for index in np.flatnonzero(dones):
             infos[index] = {
-                "terminal_observation": info["final_obs"][index],
+                # a Dict space's final observations are a dict of batched arrays
+                "terminal_observation": (
+                    {key: value[index] for key, value in final.items()} if isinstance(final, dict) else final[index]
+                ),
                 "TimeLimit.truncated": bool(truncated[index] and not terminated[index]),
                 "episode": {
                     "r": float(self._returns[index]),

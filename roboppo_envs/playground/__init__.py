@@ -1,0 +1,14 @@
+"""MuJoCo Playground's robot tasks, batched on MuJoCo's CPU threads, with the sim-to-real kit.
+
+========================================  ==========================================  =========
+id                                        equals (EnvPool's port of Playground)       max steps
+========================================  ==========================================  =========
+``roboppo/Go1JoystickFlatTerrain-v1``     ``MuJoCoPlayground/Go1JoystickFlatTerrain-v1``   1000
+``roboppo/Go1JoystickRoughTerrain-v1``    ``MuJoCoPlayground/Go1JoystickRoughTerrain-v1``  1000
+========================================  ==========================================  =========
+"""
+
+from roboppo_envs.playground.go1 import Go1JoystickVectorEnv
+from roboppo_envs.playground.single_env import Go1JoystickEnv
+
+__all__ = ["Go1JoystickEnv", "Go1JoystickVectorEnv"]

@@ -1,0 +1,59 @@
+"""One copy of a batched robot task behind ``gym.Env``: what ``gym.make("roboppo/Go1JoystickFlatTerrain-v1")`` returns.
+
+It steps a one-copy vector env on the calling thread without its autoreset; ``gym.make`` adds the
+``TimeLimit`` (1,000 steps) as for any registered env.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from roboppo_envs.playground.go1 import Go1JoystickVectorEnv
+
+
+class Go1JoystickEnv(gym.Env):
+    """One Go1 tracking joystick commands (keywords: :class:`~roboppo_envs.playground.go1.Go1JoystickVectorEnv`)."""
+
+    metadata: dict[str, Any] = {"render_modes": ["rgb_array"], "render_fps": 50}
+
+    def __init__(self, render_mode: str | None = None, **kwargs: Any) -> None:
+        kwargs.pop("max_episode_steps", None)  # the TimeLimit's, as gym.make reads it
+        self.vector = Go1JoystickVectorEnv(
+            1, num_threads=1, max_episode_steps=-1, autoreset_mode="Disabled", render_mode=render_mode, **kwargs
+        )
+        self.observation_space = self.vector.single_observation_space
+        self.action_space = self.vector.single_action_space
+        self.render_mode = render_mode
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
+        super().reset(seed=seed)
+        self.vector._rngs[0] = self.np_random  # the initial state is drawn from env.unwrapped.np_random
+        obs, info = self.vector.reset()
+        return _first(obs), _first(info)
+
+    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        obs, reward, terminated, _, info = self.vector.step(np.asarray(action)[None])
+        return _first(obs), float(reward[0]), bool(terminated[0]), False, _first(info)
+
+    def set_command(self, command: Any) -> None:
+        """Command ``(vx, vy, yaw_rate)`` until the next resample."""
+        self.vector.set_command(command)
+
+    @property
+    def command(self) -> np.ndarray:
+        return self.vector.command[0].copy()
+
+    def render(self) -> Any:
+        frames = self.vector.render()
+        return None if frames is None else frames[0]
+
+    def close(self) -> None:
+        self.vector.close()
+
+
+def _first(values: dict[str, Any]) -> dict[str, Any]:
+    """Copy 0's entries (masks dropped)."""
+    return {key: np.asarray(value)[0] for key, value in values.items() if not key.startswith("_")}

@@ -1,0 +1,46 @@
+"""The first draws of EnvPool's Go1 port, computed from its seed: each env's initial state and command.
+
+EnvPool gives env ``i`` a ``std::mt19937`` seeded with ``seed + i``; libstdc++'s
+``uniform_real_distribution<double>`` takes two 32-bit outputs per draw (``generate_canonical``)
+and ``exponential_distribution`` is ``-log(1 - u)``. NumPy's legacy ``RandomState(seed)`` is the same
+Mersenne Twister with the same seeding, so its raw outputs are EnvPool's. A test checks the result
+against what EnvPool reports (its command), so a change of EnvPool's draws shows as a failure, not as
+a silent mismatch.
+"""
+
+from __future__ import annotations
+
+import mujoco
+import numpy as np
+
+
+class StdMt19937:
+    """``std::mt19937`` with libstdc++'s real distributions."""
+
+    def __init__(self, seed: int) -> None:
+        self.state = np.random.RandomState(seed)
+
+    def canonical(self) -> float:
+        low, high = (int(v) for v in self.state.randint(0, 2**32, size=2, dtype=np.uint64))
+        value = (low + high * 2.0**32) / 2.0**64
+        return value if value < 1.0 else float(np.nextafter(1.0, 0.0))
+
+    def uniform(self, low: float, high: float) -> float:
+        return self.canonical() * (high - low) + low
+
+
+def go1_reset(seed: int, home_qpos: np.ndarray, nv: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """EnvPool's Go1 reset for an env seeded ``seed``: ``qpos``, ``qvel`` and the first command."""
+    rng = StdMt19937(seed)
+    qpos = home_qpos.copy()
+    qpos[0] += rng.uniform(-0.5, 0.5)
+    qpos[1] += rng.uniform(-0.5, 0.5)
+    yaw = rng.uniform(-3.14, 3.14)
+    turned = np.empty(4)
+    mujoco.mju_mulQuat(turned, qpos[3:7].copy(), np.array([np.cos(yaw / 2), 0.0, 0.0, np.sin(yaw / 2)]))
+    qpos[3:7] = turned
+    qvel = np.zeros(nv)
+    qvel[:6] = [rng.uniform(-0.5, 0.5) for _ in range(6)]
+    rng.canonical()  # the countdown to the next command (EnvPool reports it)
+    command = np.array([rng.uniform(-a, a) for a in (1.5, 0.8, 1.2)])
+    return qpos, qvel, command
