@@ -32,10 +32,10 @@ elif ! python -c "import torch" 2>/dev/null; then
     fi
 fi
 
-# 2. roboppo itself (editable) with the developer tools, ONNX export, Ray and Brax/JAX (CPU build of jaxlib unless
+# 2. roboppo itself (editable) with the developer tools, the robot models, ONNX export, Ray and Brax/JAX (CPU build of jaxlib unless
 #    JAX finds an accelerator plugin); torch is already satisfied. The `bench` extra (legacy gym,
 #    for bench/brax_ant.py only) is left out: once installed, SB3 prints gym's deprecation notice.
-python -m pip install --quiet -e ".[dev,brax,export,ray]"
+python -m pip install --quiet -e ".[dev,robots,brax,export,ray]"
 
 # 3. imitation (GAIL). Its 1.0.1 release pins stable-baselines3~=2.2.1 and gymnasium~=0.29,
 #    which would downgrade this stack; installed without those pins it runs on SB3 2.x and

@@ -498,10 +498,10 @@ class Go1JoystickVectorEnv(VectorEnv):
         return tuple(value for _ in range(self.num_envs))
 
     def set_command(self, command: Any, copies: Any = None) -> None:
-        """Command ``(vx, vy, yaw_rate)`` for ``copies`` (all by default) from now until the next resample
-        (a joystick: build the env with ``command=`` to hold one for good)."""
+        """Command ``(vx, vy, yaw_rate)`` (or one per copy, ``[copies, 3]``) for ``copies`` (all by default) from now
+        until the next resample (a joystick: build the env with ``command=`` to hold one for good)."""
         rows = np.arange(self.num_envs) if copies is None else np.asarray(copies)
-        self.command[rows] = checked_command(command, self.name)
+        self.command[rows] = checked_command(command, self.name, rows=len(rows))
 
     def set_robot_state(self, qpos: Any, qvel: Any, copies: Any = None) -> dict[str, np.ndarray]:
         """Put ``copies`` (all by default) in the state ``qpos [.., 19]``, ``qvel [.., 18]`` (an episode's start taken
@@ -571,9 +571,10 @@ def checked_noise(noise_level: float, env: str) -> float:
     return level
 
 
-def checked_command(command: Any, env: str) -> np.ndarray:
+def checked_command(command: Any, env: str, rows: int = 1) -> np.ndarray:
+    """``command`` as ``(vx, vy, yaw_rate)``, or ``[rows, 3]`` of them, checked."""
     values = np.asarray(command, dtype=np.float64)
-    if values.shape != (3,) or not np.isfinite(values).all():
+    if values.shape not in ((3,), (rows, 3)) or not np.isfinite(values).all():
         raise ValueError(
             f"{env}: a command is (vx m/s, vy m/s, yaw rate rad/s), three finite numbers; got {command!r}."
         )
