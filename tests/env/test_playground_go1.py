@@ -124,7 +124,7 @@ def test_registered_ids_make_the_task() -> None:
 
 def test_same_step_autoreset_keeps_the_final_observation() -> None:
     env = Go1JoystickVectorEnv(2, noise_level=0.0, max_episode_steps=3, autoreset_mode="SameStep")
-    first, _ = env.reset(seed=0)
+    env.reset(seed=0)
     for _ in range(3):
         obs, _, _, truncated, info = env.step(np.zeros((2, 12)))
     assert truncated.all() and info["_final_obs"].all()
