@@ -19,10 +19,12 @@ Tables (16 envs, 2 env threads, torch on one thread in every system):
    policy, no training) bounds what any system could reach.
 ``--suite`` makes table 1 alone for the eleven ``roboppo/<Name>-v5`` envs against EnvPool's ``<Name>-v5``
 (Humanoid, Ant and HumanoidStandup include roboppo's contact forces, ``mj_rnePostConstraint`` per copy);
-``--policy MODEL`` drives one of them with a trained model instead of random actions:
+``--policy MODEL`` drives one of them with a trained model instead of random actions; ``--robots`` makes it for
+MuJoCo Playground's Go1 tasks against EnvPool's port:
 
     python bench/fast_cpu.py --suite --repeats 3 --out bench/results/suite_env_speed.md
     python bench/fast_cpu.py --suite --envs roboppo/Humanoid-v5 --policy RUN/model.zip --repeats 3
+    python bench/fast_cpu.py --robots --repeats 3 --out bench/results/robot_env_speed.md
 
 4. ``--scaling``: env and roboppo PPO over 1 and 2 threads and 8 to 64 envs;
    ``--memory-steps N``: roboppo's resident memory sampled after every rollout of an N-step run.
@@ -55,6 +57,12 @@ SUITE = ["Ant", "HalfCheetah", "Hopper", "Humanoid", "HumanoidStandup", "Inverte
 TWINS = {"RoboHopper-v0": "Hopper-v5", "RoboInvertedDoublePendulum-v0": "InvertedDoublePendulum-v5"} | {
     f"roboppo/{name}-v5": f"{name}-v5" for name in SUITE
 }
+#: MuJoCo Playground's robots and EnvPool's port of each (no Gymnasium twin: that column shows "-")
+ROBOTS = {
+    f"roboppo/{name}-v1": f"MuJoCoPlayground/{name}-v1"
+    for name in ("Go1JoystickFlatTerrain", "Go1JoystickRoughTerrain")
+}
+TWINS |= ROBOTS
 PPO_SYSTEMS = ("roboppo", "roboppo-torch", "sbx", "sb3")
 ENV_SYSTEMS = ("envpool", "roboppo", "gymnasium")
 WHOLE_RUN_STEPS = 32_768
@@ -279,10 +287,11 @@ def env_table(args: argparse.Namespace) -> tuple[str, dict[str, dict[str, float]
     rates = {}
     for env_id in args.envs:
         policy = None if args.policy is None else str(args.policy)
-        rate = in_child(env_rates, env_id, args.n_envs, 2, systems, args.repeats, policy)
+        present = tuple(s for s in systems if not (s == "gymnasium" and env_id in ROBOTS))
+        rate = in_child(env_rates, env_id, args.n_envs, 2, present, args.repeats, policy)
         rates[env_id] = rate
         envpool = rate.get("envpool")
-        shown = [f"{rate[s]:,.0f}" if s in rate else missing(s) for s in ENV_SYSTEMS]
+        shown = [f"{rate[s]:,.0f}" if s in rate else (missing(s) or "-") for s in ENV_SYSTEMS]
         ratio = f"{rate['roboppo'] / envpool:.2f}" if envpool else "-"
         bound = f"{rate['roboppo-physics'] / envpool:.2f}" if envpool else "-"
         lines.append(f"| {env_id} | {' | '.join(shown)} | {ratio} | {bound} |")
@@ -499,13 +508,14 @@ def main() -> None:
     parser.add_argument("--scaling", action="store_true", help="add the threads x envs scaling table")
     parser.add_argument("--memory-steps", type=int, default=0, help="train roboppo this long, sampling memory")
     parser.add_argument("--suite", action="store_true", help="only the env table, over the roboppo/*-v5 envs")
+    parser.add_argument("--robots", action="store_true", help="only the env table, over the Playground robots")
     parser.add_argument("--policy", type=pathlib.Path, help="with --suite: drive the envs with this saved model")
     parser.add_argument("--out", type=pathlib.Path, default=None)
     args = parser.parse_args()
     if args.policy is not None and not (args.suite and args.envs and len(args.envs) == 1):
         parser.error("--policy needs --suite and the one env the model was trained on (--envs ID)")
-    if args.suite:
-        args.envs = args.envs or [f"roboppo/{name}-v5" for name in SUITE]
+    if args.suite or args.robots:
+        args.envs = args.envs or (list(ROBOTS) if args.robots else [f"roboppo/{name}-v5" for name in SUITE])
         publish(env_table(args)[0], args.out)
         return
     args.envs = args.envs or list(TWINS)
