@@ -114,7 +114,7 @@ def register_envs() -> None:
             gym.register(
                 id=env_id,
                 entry_point="roboppo_envs.mujoco.single_env:MujocoSuiteEnv",
-                vector_entry_point="roboppo_envs.mujoco.vector_env:MujocoVectorEnv",
+                vector_entry_point="roboppo_envs.mujoco.vector_env:make_vector",
                 max_episode_steps=twin.max_episode_steps,
                 reward_threshold=twin.reward_threshold,
                 kwargs={"task": name},
@@ -127,7 +127,7 @@ def register_envs() -> None:
             gym.register(
                 id=env_id,
                 entry_point="roboppo_envs.playground.single_env:Go1JoystickEnv",
-                vector_entry_point="roboppo_envs.playground.go1:Go1JoystickVectorEnv",
+                vector_entry_point="roboppo_envs.playground.go1:make_vector",
                 max_episode_steps=1000,
                 kwargs=kwargs,
             )

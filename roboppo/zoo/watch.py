@@ -128,4 +128,26 @@ def list_envs(args: argparse.Namespace) -> int:
         bounds = f"{act_space.shape[0]} in [{act_space.low.min():g}, {act_space.high.max():g}]"
         print(f"{env_id:34s} {'MuJoCo':8s} {twin:40s} {obs_space.shape[0]:>4d} {bounds:>16s} {solved:>10s}  core")
         env.close()
+    list_robots()
     return 0
+
+
+def list_robots() -> None:
+    """MuJoCo Playground's robots: the EnvPool task each equals, their spaces and the sim-to-real kit's keywords."""
+    from roboppo_envs.playground.go1 import GO1_RANDOMIZATION, PUSHES
+
+    print(
+        "\nrobots (MuJoCo Playground tasks, batched on MuJoCo's threads; observations: Dict of state, privileged_state)"
+    )
+    print(f"{'id':38s} {'physics':8s} {'equals (EnvPool port)':46s} {'obs':>8s} {'action':>12s}  needs")
+    for env_id in roboppo_envs.playground_ids():
+        twin = roboppo_envs.playground_twin(env_id) or "-"
+        print(f"{env_id:38s} {'MuJoCo':8s} {twin:46s} {'48/123':>8s} {'12 in [-1, 1]':>12s}  robots")
+    print("kit keywords (env_kwargs): randomize=True|{option: (low, high)} with Playground's ranges by default:")
+    for key, ((low, high), _) in GO1_RANDOMIZATION.items():
+        print(f"  {key:22s} U({low:g}, {high:g})")
+    print("  kp_scale, kd_scale, motor_strength: off unless given")
+    kicks = ", ".join(f"{key} {low:g}-{high:g}" for key, (low, high) in PUSHES.items())
+    print(
+        f"pushes=True|{{...}}: Playground's velocity kicks ({kicks}); noise_level=1.0 (0: none); command=(vx, vy, yaw)"
+    )

@@ -696,6 +696,15 @@ class ContactForces:
             self.cfrc_ext[index] = self.scratch.cfrc_ext
 
 
+def make_vector(num_envs: int, task: str, action_latency: int = 0, history: int = 1, **kwargs: Any) -> VectorEnv:
+    """What ``gym.make_vec("roboppo/<Name>-v5")`` builds: the batch, wrapped for the kit's ``action_latency`` and
+    ``history`` (:mod:`roboppo_envs.kit`; the batch itself when neither is asked for)."""
+    from roboppo_envs.kit import checked_kit, with_kit
+
+    checked_kit(f"roboppo/{task}-v5", action_latency, history)
+    return with_kit(MujocoVectorEnv(num_envs, task=task, **kwargs), action_latency, history)
+
+
 def single_spec(spec: gym.envs.registration.EnvSpec) -> gym.envs.registration.EnvSpec:
     """What ``gym.make`` of the batch's id with its keywords has as ``spec``: each copy's, as in ``SyncVectorEnv``."""
     vector_only = {"num_envs", "num_threads", "autoreset_mode", "vectorization_mode", "max_episode_steps"}

@@ -16,7 +16,8 @@ commands, noise, kicks) is computed for the whole batch with NumPy.
 - An episode ends when the torso turns upside down, and is truncated after 1,000 steps (20 s).
 
 The sim-to-real kit is keywords: ``randomize`` (:mod:`roboppo_envs.playground.randomize`), ``pushes``
-(Playground's velocity kicks), ``noise_level`` (0 switches the observation noise off).
+(Playground's velocity kicks), ``noise_level`` (0 switches the observation noise off), and through
+``gym.make_vec`` (:func:`make_vector`) ``action_latency`` and ``history`` (:mod:`roboppo_envs.kit`).
 Where this differs from Playground's own env it follows EnvPool's port (``docs/robots.md``).
 """
 
@@ -32,6 +33,7 @@ from gymnasium import spaces
 from gymnasium.utils.seeding import np_random
 from gymnasium.vector import AutoresetMode, VectorEnv
 
+from roboppo_envs.kit import checked_kit, with_kit
 from roboppo_envs.mujoco.vector_env import batch_class, resolve_num_threads
 from roboppo_envs.playground import randomize as dr
 from roboppo_envs.playground.assets import playground_file
@@ -603,3 +605,11 @@ def checked_pushes(pushes: bool | Mapping[str, Any], env: str) -> dict[str, tupl
             )
         ranges[key] = (low, high)
     return ranges
+
+
+def make_vector(num_envs: int = 1, action_latency: int = 0, history: int = 1, **kwargs: Any) -> VectorEnv:
+    """What ``gym.make_vec`` builds: the batch, wrapped for the kit's ``action_latency`` and ``history``
+    (:mod:`roboppo_envs.kit`; the batch itself when neither is asked for)."""
+    name = f"roboppo/Go1Joystick{str(kwargs.get('terrain', 'flat')).capitalize()}Terrain-v1"
+    checked_kit(name, action_latency, history)
+    return with_kit(Go1JoystickVectorEnv(num_envs, **kwargs), action_latency, history)

@@ -1,0 +1,27 @@
+"""roboppo.PPO on a robot task: the Dict observations, domain randomization and kicks through SB3's loop."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from roboppo import PPO
+
+
+def test_ppo_trains_on_go1_with_the_kit_on() -> None:
+    model = PPO(
+        "MultiInputPolicy",
+        "roboppo/Go1JoystickFlatTerrain-v1",
+        n_envs=4,
+        n_steps=64,
+        batch_size=128,
+        n_epochs=1,
+        seed=0,
+        env_kwargs={"randomize": True, "pushes": {"kick_wait_times": (0.2, 0.4)}, "max_episode_steps": 40},
+    )
+    assert model.observation_space.shape == (48 + 123,)  # state and privileged_state, flattened in the space's order
+    model.learn(512)
+    assert model.num_timesteps == 512
+    assert np.isfinite(model.rollout_buffer.rewards).all()
+    drawn = model.get_env().get_attr("randomization")
+    assert len(drawn) == 4 and drawn[0]["floor_friction"] != drawn[1]["floor_friction"]
+    assert model.ep_info_buffer and all(info["l"] <= 40 for info in model.ep_info_buffer)  # episodes ended and reset
