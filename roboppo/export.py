@@ -70,9 +70,20 @@ class DeterministicPolicy(nn.Module):
         low, high = (space.low, space.high) if isinstance(space, spaces.Box) else (np.zeros(0), np.zeros(0))
         self.register_buffer("low", th.as_tensor(low, dtype=th.float32))
         self.register_buffer("high", th.as_tensor(high, dtype=th.float32))
+        # an asymmetric actor-critic: the file takes the actor's columns alone (what the robot senses)
+        self.columns = getattr(self.policy, "actor_columns", None)
         self.eval()
 
+    def inputs(self, observations: np.ndarray) -> np.ndarray:
+        """What the file takes for full observations ``[batch, *obs_shape]``: the actor's columns of an asymmetric
+        actor-critic, all of them otherwise."""
+        return observations if self.columns is None else observations[:, list(self.columns)]
+
     def forward(self, obs: th.Tensor) -> th.Tensor:
+        if self.columns is not None:  # the full observation predict takes, the critic's columns zero (unread)
+            full = obs.new_zeros((obs.shape[0], *self.policy.observation_space.shape))  # type: ignore[misc]
+            full[:, list(self.columns)] = obs
+            obs = full
         actions = self.policy._predict(obs, deterministic=True).reshape(-1, *self.action_shape)
         if not self.box:
             return actions
@@ -104,7 +115,7 @@ def export_policy(policy: nn.Module, path: str | os.PathLike[str], fmt: str) -> 
     assert isinstance(policy, BasePolicy)
     module = DeterministicPolicy(policy)
     observations = probe_observations(policy, CHECK_SAMPLES)
-    example = th.as_tensor(observations[:2])
+    example = th.as_tensor(module.inputs(observations[:2]))
     with atomic_target(path) as partial:
         if fmt == "torchscript":
             th.jit.save(_trace(module, example), str(partial))
@@ -114,7 +125,7 @@ def export_policy(policy: nn.Module, path: str | os.PathLike[str], fmt: str) -> 
             run = _onnx_runner(partial)
         for size in (len(observations), 1):  # a batch of one: exporters may specialise on the batch size
             try:
-                written = run(observations[:size])
+                written = run(module.inputs(observations[:size]))
             except Exception as error:
                 raise ExportError(
                     f"the {fmt} file fails on a batch of {size} observations ({type(error).__name__}: "
@@ -133,7 +144,13 @@ def probe_observations(policy: BasePolicy, count: int, seed: int = 0) -> np.ndar
     rng = np.random.default_rng(seed)
     statistics = [m for m in policy.modules() if isinstance(m, RunningMeanStd) and float(m.count) > 0]
     normal = rng.normal(size=(count, *space.shape)) * np.linspace(0.0, 4.0, count).reshape(-1, *[1] * len(space.shape))
-    if statistics:
+    columns = getattr(policy, "actor_columns", None)
+    if statistics and columns is not None:  # the actor's statistics, for the actor's columns
+        actor: RunningMeanStd = policy.pi_features_extractor.obs_rms  # type: ignore[union-attr,assignment]
+        mean, var = np.zeros(space.shape), np.ones(space.shape)
+        mean[list(columns)], var[list(columns)] = actor.mean.cpu().numpy(), actor.var.cpu().numpy()
+        observations = mean + np.sqrt(var) * normal
+    elif statistics:
         mean, var = statistics[0].mean.cpu().numpy(), statistics[0].var.cpu().numpy()
         observations = mean + np.sqrt(var) * normal
     else:

@@ -75,24 +75,48 @@ class NormalizedFlattenExtractor(BaseFeaturesExtractor):
     :param observation_space: the policy's observation space (not ``Dict``: use ``MultiInputPolicy``).
     :param clip: normalized observations are clipped to ``[-clip, clip]``.
     :param normalize: when False the extractor only flattens (statistics are still kept).
+    :param columns: the columns of a flat Box observation this extractor reads (an asymmetric actor-critic's
+        actor or critic: one ``Dict`` key or several, flattened); its statistics are theirs. None: all of them.
     """
 
-    def __init__(self, observation_space: spaces.Space, clip: float = 10.0, normalize: bool = True) -> None:
+    columns: th.Tensor | None
+
+    def __init__(
+        self,
+        observation_space: spaces.Space,
+        clip: float = 10.0,
+        normalize: bool = True,
+        columns: tuple[int, ...] | None = None,
+    ) -> None:
         if isinstance(observation_space, spaces.Dict):
             raise ValueError(
                 "roboppo's MlpPolicy takes one observation array, got a Dict observation space; "
                 'use "MultiInputPolicy" (SB3\'s policy for Dict observations).'
             )
-        super().__init__(observation_space, features_dim=get_flattened_obs_dim(observation_space))
+        if columns is not None and not (
+            isinstance(observation_space, spaces.Box) and len(observation_space.shape) == 1
+        ):
+            raise ValueError(f"columns select entries of a flat Box observation, got {observation_space}.")
+        width = get_flattened_obs_dim(observation_space) if columns is None else len(columns)
+        super().__init__(observation_space, features_dim=width)
         self.clip = clip
         self.normalize = normalize
         self.has_statistics = isinstance(observation_space, spaces.Box)
         shape = observation_space.shape if isinstance(observation_space, spaces.Box) else (self.features_dim,)
+        if columns is not None:
+            shape = (len(columns),)
+            self.register_buffer("columns", th.as_tensor(columns, dtype=th.int64), persistent=False)
+        else:
+            self.columns = None
         self.obs_rms = RunningMeanStd(tuple(shape))
+
+    def select(self, observations: th.Tensor) -> th.Tensor:
+        """The columns this extractor reads (all of them without ``columns``)."""
+        return observations if self.columns is None else observations[..., self.columns]
 
     def forward(self, observations: th.Tensor) -> th.Tensor:
         """``[batch, *obs_shape]`` -> ``[batch, features_dim]``"""
-        observations = observations.float()
+        observations = self.select(observations.float())
         if self.normalize and self.has_statistics:
             observations = self.obs_rms.normalize(observations, self.clip)
         return observations.flatten(start_dim=1)
@@ -100,4 +124,4 @@ class NormalizedFlattenExtractor(BaseFeaturesExtractor):
     def update(self, observations: th.Tensor | np.ndarray) -> None:
         """Fold preprocessed observations ``[..., *obs_shape]`` into the running statistics."""
         if self.has_statistics:
-            self.obs_rms.update(observations)
+            self.obs_rms.update(self.select(th.as_tensor(observations)))

@@ -148,7 +148,14 @@ ROBOPPO_PPO_KEYS: dict[str, tuple[type, ...]] = {
     "train_backend": (str,),
     "overlap_update": (bool,),
 }
-ROBOPPO_POLICY_KEYS: dict[str, tuple[type, ...]] = {"normalize_obs": (bool,), "obs_clip": (int, float)}
+ROBOPPO_POLICY_KEYS: dict[str, tuple[type, ...]] = {
+    "normalize_obs": (bool,),
+    "obs_clip": (int, float),
+    # the asymmetric actor-critic: the Dict keys each network reads (PPO fills the layout from the env)
+    "actor_keys": (list, type(None)),
+    "critic_keys": (list, type(None)),
+    "observation_layout": (dict, type(None)),
+}
 
 
 @functools.cache

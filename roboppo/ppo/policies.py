@@ -11,6 +11,7 @@ import torch as th
 from gymnasium import spaces
 from stable_baselines3.common.policies import ActorCriticPolicy
 from stable_baselines3.common.preprocessing import preprocess_obs
+from stable_baselines3.common.torch_layers import MlpExtractor
 from stable_baselines3.common.type_aliases import Schedule
 
 from roboppo.common.distributions import HALF_LOG_2PI, TanhNormalDistribution, tanh_log_det_jacobian
@@ -44,6 +45,12 @@ class TanhGaussianPolicy(ActorCriticPolicy):
     :param lr_schedule: learning-rate schedule.
     :param normalize_obs: normalize Box observations with running statistics.
     :param obs_clip: clip normalized observations to ``[-obs_clip, obs_clip]``.
+    :param actor_keys: an asymmetric actor-critic: the keys of a ``Dict`` observation the actor reads (the
+        policy, as deployed: ``("state",)``); the value function reads ``critic_keys``
+        (``("privileged_state",)``). Each has its own normalizer and network input. roboppo's PPO fills
+        ``observation_layout`` for a Dict env; by default both read every key.
+    :param critic_keys: the keys the value function reads (see ``actor_keys``).
+    :param observation_layout: ``{key: (start, stop)}``, where each key lies in the flattened observation.
     :param kwargs: every other keyword of SB3's ``ActorCriticPolicy`` (``net_arch``,
         ``activation_fn``, ``log_std_init``, ``ortho_init``, ...). ``use_sde=True`` (bounded Box
         actions): SB3's state-dependent exploration squashed by tanh (``squash_output=True``, as SB3's
@@ -57,8 +64,16 @@ class TanhGaussianPolicy(ActorCriticPolicy):
         lr_schedule: Schedule,
         normalize_obs: bool = True,
         obs_clip: float = 10.0,
+        actor_keys: list[str] | tuple[str, ...] | None = None,
+        critic_keys: list[str] | tuple[str, ...] | None = None,
+        observation_layout: dict[str, tuple[int, int]] | None = None,
         **kwargs: Any,
     ) -> None:
+        self.actor_keys, self.critic_keys = _keys(actor_keys), _keys(critic_keys)
+        self.observation_layout = None if observation_layout is None else dict(observation_layout)
+        self.actor_columns, self.critic_columns = self._split_columns(observation_space)
+        if self.actor_columns is not None:
+            kwargs["share_features_extractor"] = False  # two extractors: one per network, each on its columns
         self.squashes_to_box = _bounded_box(action_space)
         if kwargs.get("use_sde") and self.squashes_to_box:
             kwargs["squash_output"] = True  # gSDE's noise, then tanh (SB3's TanhBijector), then the Box
@@ -69,6 +84,10 @@ class TanhGaussianPolicy(ActorCriticPolicy):
                 stacklevel=2,
             )
         kwargs.setdefault("features_extractor_class", NormalizedFlattenExtractor)
+        if self.actor_columns is not None and kwargs["features_extractor_class"] is not NormalizedFlattenExtractor:
+            raise ValueError(
+                "actor_keys and critic_keys need roboppo's own features extractor, not a features_extractor_class."
+            )
         if kwargs.get("optimizer_class", th.optim.Adam) is th.optim.Adam and kwargs.get("optimizer_kwargs") is None:
             kwargs["optimizer_kwargs"] = {"eps": 1e-5}  # SB3's eps
             if fused_adam_available():
@@ -82,12 +101,51 @@ class TanhGaussianPolicy(ActorCriticPolicy):
         self.normalize_obs = normalize_obs
         self.obs_clip = obs_clip
 
+    def _split_columns(self, space: spaces.Space) -> tuple[tuple[int, ...] | None, tuple[int, ...] | None]:
+        """The actor's and the critic's columns of the flat observation, or (None, None) when both read all."""
+        if self.actor_keys is None and self.critic_keys is None:
+            return None, None
+        layout = self.observation_layout
+        if layout is None or not isinstance(space, spaces.Box):
+            raise ValueError(
+                "actor_keys and critic_keys choose keys of a Dict observation space; this policy observes "
+                f"{space} without an observation_layout (roboppo's PPO fills it for an env with Dict observations)."
+            )
+        columns = []
+        for role, keys in (("actor_keys", self.actor_keys), ("critic_keys", self.critic_keys)):
+            chosen = keys or tuple(layout)
+            unknown = [key for key in chosen if key not in layout]
+            if unknown:
+                raise ValueError(f"{role} {unknown} are not keys of the observation; its keys are {list(layout)}.")
+            columns.append(tuple(i for key in chosen for i in range(*layout[key])))
+        return columns[0], columns[1]
+
     def _build(self, lr_schedule: Schedule) -> None:
+        if self.actor_columns is not None:  # the asymmetric actor-critic's extractors, before the networks
+            extractor = self.features_extractor_kwargs
+            self.pi_features_extractor = NormalizedFlattenExtractor(
+                self.observation_space, columns=self.actor_columns, **extractor
+            )
+            self.vf_features_extractor = NormalizedFlattenExtractor(
+                self.observation_space, columns=self.critic_columns, **extractor
+            )
+            self.features_extractor = self.pi_features_extractor
+            self.features_dim = self.pi_features_extractor.features_dim
         if self.squashes_to_box and not self.use_sde:
             assert isinstance(self.action_space, spaces.Box)
             box = self.action_space
             self.action_dist = TanhNormalDistribution(int(np.prod(box.shape)), box.low, box.high)
         super()._build(lr_schedule)
+
+    def _build_mlp_extractor(self) -> None:
+        """SB3's networks; with critic columns of another width, the value network takes that width."""
+        super()._build_mlp_extractor()
+        critic = self.vf_features_extractor
+        if self.actor_columns is None or critic.features_dim == self.features_dim:
+            return
+        values = MlpExtractor(critic.features_dim, self.net_arch, self.activation_fn, device=self.device)
+        self.mlp_extractor.value_net = values.value_net
+        self.mlp_extractor.latent_dim_vf = values.latent_dim_vf
 
     def uses_pre_tanh_path(self) -> bool:
         """Whether PPO may sample and score pre-tanh actions (:meth:`rollout_actions`, :meth:`evaluate_pre_tanh`).
@@ -161,6 +219,10 @@ class TanhGaussianPolicy(ActorCriticPolicy):
     def _get_constructor_parameters(self) -> dict[str, Any]:
         data = super()._get_constructor_parameters()
         data.update(normalize_obs=self.normalize_obs, obs_clip=self.obs_clip)
+        if self.actor_columns is not None:
+            data.update(
+                actor_keys=self.actor_keys, critic_keys=self.critic_keys, observation_layout=self.observation_layout
+            )
         return data
 
 
@@ -173,6 +235,12 @@ def fused_adam_available() -> bool:
     except (RuntimeError, TypeError, ValueError):
         return False
     return True
+
+
+def _keys(keys: list[str] | tuple[str, ...] | str | None) -> tuple[str, ...] | None:
+    if keys is None:
+        return None
+    return (keys,) if isinstance(keys, str) else tuple(keys)
 
 
 def _bounded_box(space: spaces.Space) -> bool:

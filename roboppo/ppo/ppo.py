@@ -201,8 +201,11 @@ class PPO(SB3PPO):
         # with overlap_update: the update running beside the rollout, and (at rest) the weights the rollout samples with
         self._pending: jax_train.PendingUpdate | None = None
         self._sampling_weights: list[th.Tensor] | None = None
+        arguments = given | settings
+        if flatten and not loading:  # where each key lies, for a policy whose actor and critic read different keys
+            arguments["policy_kwargs"] = with_observation_layout(arguments.get("policy_kwargs"), space)
         with _flattening(flatten), without_dynamo_import():
-            super().__init__(**(given | settings))
+            super().__init__(**arguments)
         if self.recompute_advantage and not loading:
             self._refuse_recompute(update_choice(self.policy, self.train_backend))
         if entry is not None and self.verbose >= 1:
@@ -836,6 +839,18 @@ def policy_keywords(policy: BasePolicy) -> dict[str, Any]:
     """The policy's constructor keywords in ``ppo.yml``'s form (spaces and the schedule left out)."""
     keywords = policy._get_constructor_parameters()
     return {name: _yaml_value(value) for name, value in keywords.items() if name not in _POLICY_INTERNALS}
+
+
+def with_observation_layout(policy_kwargs: dict[str, Any] | None, space: Any) -> dict[str, Any] | None:
+    """``policy_kwargs`` with ``observation_layout`` (``{key: (start, stop)}`` in the flattened ``Dict`` ``space``)
+    where they choose keys (``actor_keys``, ``critic_keys``); unchanged otherwise."""
+    if not policy_kwargs or not {"actor_keys", "critic_keys"} & set(policy_kwargs):
+        return policy_kwargs
+    layout, start = {}, 0
+    for key, sub in space.spaces.items():
+        layout[key] = (start, start + int(np.prod(sub.shape)))
+        start = layout[key][1]
+    return {**policy_kwargs, "observation_layout": layout}
 
 
 def _yaml_value(value: Any) -> Any:

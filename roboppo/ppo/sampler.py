@@ -129,9 +129,12 @@ def _features(extractor: NormalizedFlattenExtractor) -> Layer:
     """``extractor.forward`` on arrays; the statistics are read (float64 views) and rounded at every call."""
     statistics = extractor.obs_rms
     mean64, var64 = statistics.mean.numpy(), statistics.var.numpy()
+    columns = None if extractor.columns is None else extractor.columns.numpy()  # an asymmetric actor-critic's
 
     def features(obs: Array) -> Array:
         x = obs.astype(np.float32, copy=False)
+        if columns is not None:
+            x = x[..., columns]
         if extractor.normalize and extractor.has_statistics:
             mean = mean64.astype(np.float32)
             std = np.sqrt(var64 + statistics.epsilon).astype(np.float32)
