@@ -56,6 +56,25 @@ class _Forwarding(VectorWrapper):
             raise AttributeError(name)
         return getattr(self.env, name)
 
+    def get_state(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+        """The env's state and this wrapper's (to continue a run exactly)."""
+        arrays, meta = self.env.get_state()  # type: ignore[attr-defined]
+        mine, extra = self._own_state()
+        return arrays | {f"{type(self).__name__}_{k}": v for k, v in mine.items()}, meta | {type(self).__name__: extra}
+
+    def set_state(self, arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> None:
+        prefix = f"{type(self).__name__}_"
+        self.env.set_state({k: v for k, v in arrays.items() if not k.startswith(prefix)}, meta)  # type: ignore[attr-defined]
+        self._set_own_state(
+            {k.removeprefix(prefix): v for k, v in arrays.items() if k.startswith(prefix)}, meta[type(self).__name__]
+        )
+
+    def _own_state(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+        raise NotImplementedError
+
+    def _set_own_state(self, arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> None:
+        raise NotImplementedError
+
     def _restarted(self, terminated: np.ndarray, truncated: np.ndarray) -> np.ndarray:
         """The copies whose new episode starts with this step's observation."""
         done = terminated | truncated
@@ -96,6 +115,14 @@ class ActionLatency(_Forwarding):
         self._start(self._restarted(terminated, truncated))
         return obs, reward, terminated, truncated, info
 
+    def _own_state(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+        arrays = {"queue": self._queue.copy(), "delay": self.delay.copy(), "ended": self._ended.copy()}
+        return arrays, {"rng": self._rng.bit_generator.state}
+
+    def _set_own_state(self, arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> None:
+        self._queue[...], self.delay[...], self._ended[...] = arrays["queue"], arrays["delay"], arrays["ended"]
+        self._rng.bit_generator.state = meta["rng"]
+
     def _start(self, copies: np.ndarray) -> None:
         """New episodes for ``copies``: an empty queue and a new delay each."""
         self._queue[copies] = 0.0
@@ -131,6 +158,15 @@ class ObservationHistory(_Forwarding):
         self._stack = _zip_map(self._stack, obs, lambda old, x: np.concatenate([old[:, 1:], x[:, None]], axis=1))
         self._fill(obs, self._restarted(terminated, truncated))
         return self._copy(), reward, terminated, truncated, info
+
+    def _own_state(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+        stack = self._stack if isinstance(self._stack, dict) else {"": self._stack}
+        return {f"stack{key}": value.copy() for key, value in stack.items()} | {"ended": self._ended.copy()}, {}
+
+    def _set_own_state(self, arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> None:
+        self._ended[...] = arrays.pop("ended")
+        stack = {key.removeprefix("stack"): value.copy() for key, value in arrays.items()}
+        self._stack = stack.get("", stack)
 
     def set_robot_state(self, qpos: Any, qvel: Any, copies: Any = None) -> Any:
         """The env's ``set_robot_state``; the copies' histories start again from the state's frame."""

@@ -487,6 +487,44 @@ class Go1JoystickVectorEnv(VectorEnv):
 
     # -- the rest of the VectorEnv API ------------------------------------------------------------
 
+    # -- state, to continue a run exactly (roboppo-zoo train --resume) ----------------------------
+
+    #: the per-copy arrays a step reads besides the physics
+    EPISODE_ARRAYS = (
+        "command", "steps_until_next_cmd", "last_act", "feet_air_time", "last_contact", "swing_peak", "steps",
+        "_autoreset", "kick_wait", "kick_seconds", "kick_steps_total", "kick_speed", "kick_since", "kick_step",
+        "kick_dir",
+    )  # fmt: skip
+
+    def get_state(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+        """Everything the next ``step`` depends on: the physics rows, the episode arrays, each copy's generator and
+        the drawn randomization."""
+        arrays = {"physics": self._batch.state.copy()} | {
+            name: getattr(self, name).copy() for name in self.EPISODE_ARRAYS
+        }
+        if self.randomizer is not None:
+            arrays |= {f"randomization_{key}": value for key, value in self.randomizer.attributes().items()}
+        meta = {"env": self.name, "num_envs": self.num_envs, "needs_reset": self._needs_reset}
+        meta["rngs"] = [rng.bit_generator.state for rng in self._rngs]
+        return arrays, meta
+
+    def set_state(self, arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> None:
+        """Continue from what :meth:`get_state` returned (of an env built alike: same task, copies and keywords)."""
+        if (meta["env"], meta["num_envs"]) != (self.name, self.num_envs):
+            raise ValueError(
+                f"{self.name}: the saved state is of {meta['env']} with {meta['num_envs']} copies; this env has "
+                f"{self.num_envs}."
+            )
+        self._batch.state[:] = arrays["physics"]
+        for name in self.EPISODE_ARRAYS:
+            getattr(self, name)[...] = arrays[name]
+        for rng, state in zip(self._rngs, meta["rngs"], strict=True):
+            rng.bit_generator.state = state
+        if self.randomizer is not None:
+            self.randomizer.restore({key: arrays[f"randomization_{key}"] for key in self.randomizer.values})
+        self._needs_reset = bool(meta["needs_reset"])
+        self._batch.forward()  # the sensors of the restored states (a step recomputes them before it reads them)
+
     def get_attr(self, name: str) -> tuple[Any, ...]:
         """``name`` per copy: ``randomization`` (the drawn values, a dict per copy), ``command``, ``np_random``, ..."""
         if name == "randomization":

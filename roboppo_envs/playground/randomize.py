@@ -190,6 +190,12 @@ class DomainRandomization:
                     self.values[key][index] = rngs[index].uniform(low, high, size=self.values[key].shape[1:])
         self._write(copies)
 
+    def restore(self, values: dict[str, np.ndarray]) -> None:
+        """Take every copy's values from a saved run and write them."""
+        for key, value in values.items():
+            self.values[key][...] = value
+        self._write(np.arange(self.batch.nsim))
+
     def _write(self, copies: np.ndarray) -> None:
         fields, nominal, values = self._fields_of, self._nominal, self.values
         rows = np.asarray(copies)

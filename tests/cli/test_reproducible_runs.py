@@ -242,3 +242,14 @@ def test_a_resumed_run_with_overlapped_updates_ends_as_the_uninterrupted_run(
     assert_same_model(run / "model.zip", overlapped / "model.zip")
     assert_same_model(run / "best_model.zip", overlapped / "best_model.zip")
     assert_same_evaluations(run, overlapped)
+
+
+def test_a_resumed_robot_run_with_the_kit_ends_as_the_uninterrupted_run(tmp_path: pathlib.Path) -> None:
+    """Go1 with randomization, kicks, latency and history: the drawn physics, kick schedules, delayed actions and
+    frame histories are part of the saved state."""
+    kit = ["--env-kwargs", "randomize:true", "pushes:true", "action_latency:1", "history:2", "max_episode_steps:60"]
+    finished = train(tmp_path / "whole", "roboppo/Go1JoystickFlatTerrain-v1", *kit)
+    run = interrupted_copy(finished, tmp_path / "resumed")
+    assert main(["train", "--resume", str(run), "--no-progress-bar"]) == 0
+    assert_same_model(run / "model.zip", finished / "model.zip")
+    assert_same_evaluations(run, finished)
