@@ -36,6 +36,7 @@ from gymnasium.utils import EzPickle
 from gymnasium.utils.seeding import np_random
 from gymnasium.vector import AutoresetMode, VectorEnv
 
+from roboppo_envs import randomize as dr
 from roboppo_envs.mujoco.envs import RoboHopperEnv, RoboInvertedDoublePendulumEnv, RoboInvertedPendulumEnv
 from roboppo_envs.mujoco.suite import SUITE
 from roboppo_envs.mujoco.tasks import (
@@ -60,6 +61,23 @@ STATE_FIELDS = ("qpos", "qvel")
 FEW_RESETS_DOFS = 256
 #: MuJoCo's switch for its collision stage
 NO_CONTACT = int(mujoco.mjtDisableBit.mjDSBL_CONTACT)
+
+
+def suite_randomization(model: mujoco.MjModel) -> dr.Ranges:
+    """What ``randomize=True`` draws for a v5 task (Gymnasium has no randomization; modest ranges in the spirit of
+    Playground's): link masses and motor strength x U(0.9, 1.1), rotor inertia x U(1.0, 1.05), the torso's centre
+    of mass +-2 cm, and the floor's friction U(0.5, 1.5) x its own where the task has a floor."""
+    ranges: dr.Ranges = {
+        "link_mass_scale": ((0.9, 1.1), dr.default_names("body", model)),
+        "armature_scale": ((1.0, 1.05), dr.default_names("joint", model)),
+        "torso_com_offset": ((-0.02, 0.02), dr.default_names("body", model, "torso_com_offset")),
+        "motor_strength": ((0.9, 1.1), dr.default_names("joint", model)),
+    }
+    floor = next((i for i in range(model.ngeom) if model.geom(i).name == "floor"), None)
+    if floor is not None:
+        friction = float(model.geom_friction[floor, 0])
+        ranges["floor_friction"] = ((0.5 * friction, 1.5 * friction), ("floor",))
+    return ranges
 
 
 def contacts_possible(model: mujoco.MjModel) -> bool:
@@ -153,6 +171,9 @@ class MujocoVectorEnv(VectorEnv, EzPickle):
         ``gymnasium.wrappers.vector.HumanRendering``.
     :param autoreset_mode: how finished copies reset, as Gymnasium's ``SyncVectorEnv`` (default ``NEXT_STEP``,
         Gymnasium's; roboppo's trainers use ``SAME_STEP``).
+    :param randomize: domain randomization redrawn at each reset of a copy (:mod:`roboppo_envs.randomize`): True
+        for :data:`SUITE_RANDOMIZATION`'s ranges, a mapping to change them, None or False for none. While it is on,
+        the copies simulate the batch's own per-copy model fields, so an edit of ``envs.model`` no longer reaches them.
     :param env_kwargs: keyword arguments of the single env (reward weights, ``reset_noise_scale``, ...).
     """
 
@@ -168,13 +189,14 @@ class MujocoVectorEnv(VectorEnv, EzPickle):
         max_episode_steps: int | None = None,
         render_mode: str | None = None,
         autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
+        randomize: bool | dict[str, Any] | None = None,
         **env_kwargs: Any,
     ) -> None:
         if num_envs < 1:
             raise ValueError(f"num_envs must be at least 1, got {num_envs}.")
         # a pickle or deepcopy is a new batch built with these arguments, as for Gymnasium's MuJoCo envs
         EzPickle.__init__(
-            self, num_envs, task, num_threads, max_episode_steps, render_mode, autoreset_mode, **env_kwargs
+            self, num_envs, task, num_threads, max_episode_steps, render_mode, autoreset_mode, randomize, **env_kwargs
         )
         env_class, task_class = self._classes(task)
         if render_mode is not None and render_mode not in FRAME_MODES:
@@ -201,13 +223,17 @@ class MujocoVectorEnv(VectorEnv, EzPickle):
         self.action_space = gym.vector.utils.batch_space(self.single_action_space, num_envs)
         self._obs_dtype = self.single_observation_space.dtype
         self._batch = batch_class()(self.model, nsim=num_envs, nthread=self.num_threads, persistent=True)
-        # every copy runs on this env's own model (the batch would otherwise simulate a copy of it), so an
-        # edit to ``envs.model`` (a mass, a friction: domain randomization) reaches the physics at the next step
-        self._batch.set_models(self.model)
+        ranges = dr.resolve(randomize, suite_randomization(self.model), self.model, self.name)
+        self.randomizer = dr.DomainRandomization(self._batch, self.model, ranges) if ranges else None
+        if self.randomizer is None:
+            # every copy runs on this env's own model (the batch would otherwise simulate a copy of it), so an
+            # edit to ``envs.model`` (a mass, a friction) reaches the physics at the next step
+            self._batch.set_models(self.model)
         self._ctrl, self._qpos, self._qvel = (self._batch.bind(name) for name in ("ctrl", "qpos", "qvel"))
         # live views: state rows (qpos, qvel) and outputs refreshed by every call (site_xpos, ...)
         self._state: State = {name: self._batch.bind(name) for name in self.task.fields if name != "cfrc_ext"}
-        self._contact = ContactForces(self._batch, self.model) if "cfrc_ext" in self.task.fields else None
+        contact = "cfrc_ext" in self.task.fields
+        self._contact = ContactForces(self._batch, self.model, self.randomizer is not None) if contact else None
         if self._contact is not None:
             self._state["cfrc_ext"] = self._contact.cfrc_ext
         self._batch.reset()  # every row now holds mj_resetData's state: a new episode starts from a copy of it
@@ -216,7 +242,9 @@ class MujocoVectorEnv(VectorEnv, EzPickle):
         self._forward_on_reset = not set(self.task.fields) <= set(STATE_FIELDS)
         # the scratch forward leaves the batch's own derived fields stale, so only for tasks that read none
         # of them from before a step (the double pendulum, the arms)
-        self._scratch = mujoco.MjData(self.model) if set(self.task.before_fields) <= set(STATE_FIELDS) else None
+        # (not with randomization: each copy's model is its own)
+        few_fields = set(self.task.before_fields) <= set(STATE_FIELDS) and self.randomizer is None
+        self._scratch = mujoco.MjData(self.model) if few_fields else None
         self._few_resets = max(2, FEW_RESETS_DOFS // self.model.nv)
         # a model no two of whose geoms can touch (the pendulums, Reacher) skips MuJoCo's collision stage, checked
         # again before every step so that an edit making contacts possible (a geom's contype) is simulated
@@ -400,7 +428,11 @@ class MujocoVectorEnv(VectorEnv, EzPickle):
 
     def get_attr(self, name: str) -> tuple[Any, ...]:
         """``name`` of each copy (:meth:`call` without arguments); ``data`` gives a copy of each copy's ``MjData``
-        (to change a copy's state: ``call("set_state", qpos, qvel)`` on every copy, or a masked reset)."""
+        (to change a copy's state: ``call("set_state", qpos, qvel)`` on every copy, or a masked reset);
+        ``randomization`` each copy's drawn values (a dict, empty without randomization)."""
+        if name == "randomization":
+            values = self.randomizer.attributes() if self.randomizer is not None else {}
+            return tuple({key: value[i] for key, value in values.items()} for i in range(self.num_envs))
         return self.call(name)
 
     def set_attr(self, name: str, values: list[Any] | tuple[Any, ...] | Any) -> None:
@@ -508,6 +540,8 @@ class MujocoVectorEnv(VectorEnv, EzPickle):
         arrays |= {f"before_{name}": values for name, values in self._before().items()}
         if self._contact is not None:
             arrays["cfrc_ext"] = self._contact.cfrc_ext.copy()
+        if self.randomizer is not None:
+            arrays |= {f"randomization_{key}": value for key, value in self.randomizer.attributes().items()}
         meta = {"env": self.name, "num_envs": self.num_envs, "needs_reset": self._needs_reset}
         meta["rngs"] = [rng.bit_generator.state for rng in self._rngs]
         return arrays, meta
@@ -529,7 +563,10 @@ class MujocoVectorEnv(VectorEnv, EzPickle):
         fields, copies = self.task.before_fields, range(self.num_envs)
         self._before_rows = {i: {name: arrays[f"before_{name}"][i].copy() for name in fields} for i in copies}
         self._left = {}
+        if self.randomizer is not None:
+            self.randomizer.restore({key: arrays[f"randomization_{key}"] for key in self.randomizer.values})
         if self._contact is not None:
+            self._contact.refresh(np.arange(self.num_envs))
             self._contact.cfrc_ext[:] = arrays["cfrc_ext"]
         self._needs_reset = bool(meta["needs_reset"])
         self._stale[:] = True
@@ -600,6 +637,10 @@ class MujocoVectorEnv(VectorEnv, EzPickle):
         for index in copies:
             self._qpos[index], self._qvel[index] = self.task.initial_state(self._rngs[index])
         self._stepped[copies] = False
+        if self.randomizer is not None:  # drawn after the initial states: the same states as without it
+            self.randomizer.draw(self._rngs, copies)
+            if self._contact is not None:
+                self._contact.refresh(copies)
         for index in copies if self.task.left_by_reset else ():  # Reacher's goal, ... (the template holds each)
             self.task.leave_on_env(self.template, self._qpos[index])
             self._attrs[index] = self._read_attrs()
@@ -683,16 +724,25 @@ class ContactForces:
     them) into one scratch ``MjData`` and runs the function on it, about 8 us per copy.
     """
 
-    def __init__(self, batch: Any, model: mujoco.MjModel) -> None:
+    def __init__(self, batch: Any, model: mujoco.MjModel, per_copy: bool = False) -> None:
+        """:param per_copy: the copies simulate models of their own (domain randomization): each copy's forces are
+        computed on its model (:meth:`refresh` after its fields change)."""
         self.batch, self.model = batch, model
         self.scratch = mujoco.MjData(model)
         self.cfrc_ext = np.zeros((batch.nsim, model.nbody, 6))
+        self.models = [batch.get_model(i) for i in range(batch.nsim)] if per_copy else None
+
+    def refresh(self, copies: np.ndarray) -> None:
+        """Take up the copies' model fields again (their randomization was redrawn)."""
+        if self.models is not None:
+            for index in copies:
+                self.batch.get_model(int(index), self.models[index])
 
     def update(self, copies: np.ndarray | None = None) -> None:
         """Recompute ``cfrc_ext`` of ``copies`` (a mask, None for all): those a step just moved."""
         for index in range(self.batch.nsim) if copies is None else np.flatnonzero(copies):
             self.batch.get_data(index, self.scratch)
-            mujoco.mj_rnePostConstraint(self.model, self.scratch)
+            mujoco.mj_rnePostConstraint(self.model if self.models is None else self.models[index], self.scratch)
             self.cfrc_ext[index] = self.scratch.cfrc_ext
 
 

@@ -15,7 +15,7 @@ commands, noise, kicks) is computed for the whole batch with NumPy.
   the reward is their sum times ``ctrl_dt``, clipped at 0.
 - An episode ends when the torso turns upside down, and is truncated after 1,000 steps (20 s).
 
-The sim-to-real kit is keywords: ``randomize`` (:mod:`roboppo_envs.playground.randomize`), ``pushes``
+The sim-to-real kit is keywords: ``randomize`` (:mod:`roboppo_envs.randomize`), ``pushes``
 (Playground's velocity kicks), ``noise_level`` (0 switches the observation noise off), and through
 ``gym.make_vec`` (:func:`make_vector`) ``action_latency`` and ``history`` (:mod:`roboppo_envs.kit`).
 Where this differs from Playground's own env it follows EnvPool's port (``docs/robots.md``).
@@ -33,9 +33,9 @@ from gymnasium import spaces
 from gymnasium.utils.seeding import np_random
 from gymnasium.vector import AutoresetMode, VectorEnv
 
+from roboppo_envs import randomize as dr
 from roboppo_envs.kit import checked_kit, with_kit
 from roboppo_envs.mujoco.vector_env import batch_class, resolve_num_threads
-from roboppo_envs.playground import randomize as dr
 from roboppo_envs.playground.assets import playground_file
 from roboppo_envs.vector_api import reset_mask, scattered, time_limit, with_masks
 
@@ -93,7 +93,7 @@ class Go1JoystickVectorEnv(VectorEnv):
     :param pushes: Playground's velocity kicks on the torso (``pert_config.enable``); a mapping changes their ranges
         (keys of :data:`PUSHES`).
     :param randomize: domain randomization redrawn at each reset of a copy: True for Playground's Go1 ranges,
-        a mapping to change them (:mod:`roboppo_envs.playground.randomize`), None or False for none.
+        a mapping to change them (:mod:`roboppo_envs.randomize`), None or False for none.
     :param command: a fixed ``(vx, vy, yaw_rate)`` command for every copy and step (no sampling), or None.
     :param render_mode: ``"rgb_array"`` for one frame per copy, or None.
     """
@@ -154,7 +154,7 @@ class Go1JoystickVectorEnv(VectorEnv):
             self._torque,
         ) = (self._batch.bind(name) for name in names)
         ranges = dr.resolve(randomize, GO1_RANDOMIZATION, self.model, self.name)
-        self.randomizer = dr.DomainRandomization(self._batch, self.model, ranges, self.kp, self.kd) if ranges else None
+        self.randomizer = dr.DomainRandomization(self._batch, self.model, ranges) if ranges else None
         self._rngs, self._seeds = (list(v) for v in zip(*(np_random() for _ in range(num_envs)), strict=True))
         self._episode_arrays()
         self._renderer: mujoco.Renderer | None = None

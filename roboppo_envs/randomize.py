@@ -68,7 +68,7 @@ def resolve(randomize: bool | Mapping[str, Any] | None, defaults: Ranges, model:
         if value is None:
             ranges.pop(key, None)
             continue
-        names = defaults[key][1] if key in defaults else default_names(OPTIONS[key].kind, model)
+        names = defaults[key][1] if key in defaults else default_names(OPTIONS[key].kind, model, key)
         if isinstance(value, Mapping):
             unknown = set(value) - {"range", "names"}
             if unknown or "range" not in value:
@@ -81,7 +81,19 @@ def resolve(randomize: bool | Mapping[str, Any] | None, defaults: Ranges, model:
     for key, (bounds, names) in ranges.items():
         check_names(key, names, model, env)
         check_physical(key, bounds, names, model, env)
+        check_position_control(key, model, env)
     return ranges
+
+
+def check_position_control(key: str, model: mujoco.MjModel, env: str) -> None:
+    """Kp and a PD target's centre exist only for position actuators (a gain and a position bias)."""
+    if key not in ("kp_scale", "default_pose_offset"):
+        return
+    if not np.all(model.actuator_biasprm[:, 1] < 0):
+        raise ValueError(
+            f"{env}: randomize[{key!r}] needs position-controlled joints (PD motors); this model's actuators apply "
+            "torques directly: randomize 'motor_strength' (and 'kd_scale' for joint damping) instead."
+        )
 
 
 def checked_range(key: str, value: Any, env: str) -> tuple[float, float]:
@@ -99,32 +111,40 @@ def checked_range(key: str, value: Any, env: str) -> tuple[float, float]:
     return low, high
 
 
-def default_names(kind: str, model: mujoco.MjModel) -> tuple[str, ...]:
-    """Every actuated joint (``joint``), every body but the world (``body``), or the floor (``geom``)."""
+def default_names(kind: str, model: mujoco.MjModel, key: str = "") -> tuple[str, ...]:
+    """Every actuated joint (``joint``), every body but the world (``body``; the root body, the torso, for the
+    ``torso_`` options), or the floor (``geom``)."""
+    if key.startswith("torso_"):
+        return (item_name(model, "body", 1),)
     if kind == "joint":
-        return tuple(model.joint(int(j)).name for j in model.actuator_trnid[:, 0])
+        return tuple(item_name(model, "joint", int(j)) for j in model.actuator_trnid[:, 0])
     if kind == "body":
-        return tuple(model.body(b).name for b in range(1, model.nbody))
+        return tuple(item_name(model, "body", b) for b in range(1, model.nbody))
     return ("floor",)
 
 
+def item_name(model: mujoco.MjModel, kind: str, index: int) -> str:
+    """The name of geom, body or joint ``index``; ``#<index>`` for one the model leaves unnamed."""
+    return getattr(model, kind)(index).name or f"#{index}"
+
+
 def valid_names(kind: str, model: mujoco.MjModel) -> list[str]:
-    """The named geoms, bodies or joints of ``model`` (joints: those a motor drives)."""
+    """The geoms, bodies or joints of ``model`` by name (``#<index>`` where unnamed; joints: those a motor drives)."""
     if kind == "joint":
         return list(default_names("joint", model))
     count = model.ngeom if kind == "geom" else model.nbody
-    names = (getattr(model, kind)(i).name for i in range(count))
-    return [name for name in names if name]
+    return [item_name(model, kind, i) for i in range(count)]
 
 
 def check_names(key: str, names: tuple[str, ...], model: mujoco.MjModel, env: str) -> None:
     kind = OPTIONS[key].kind
+    plural = {"geom": "geoms", "body": "bodies", "joint": "joints"}[kind]
     valid = valid_names(kind, model)
     missing = [name for name in names if name not in valid]
     if missing or not names:
         raise ValueError(
-            f"{env}: randomize[{key!r}] names {kind}s {missing or '(none)'} that the model lacks; "
-            f"its {kind}s are {', '.join(valid)}."
+            f"{env}: randomize[{key!r}] names {plural} {missing or '(none)'} that the model lacks; "
+            f"its {plural} are {', '.join(valid)}."
         )
 
 
@@ -149,8 +169,8 @@ class DomainRandomization:
     ``torso_com_offset``); ``pose_offset`` the PD target offsets the env adds, zero where not drawn.
     """
 
-    def __init__(self, batch: Any, model: mujoco.MjModel, ranges: Ranges, kp: float, kd: float) -> None:
-        self.batch, self.ranges, self.kp, self.kd = batch, ranges, kp, kd
+    def __init__(self, batch: Any, model: mujoco.MjModel, ranges: Ranges) -> None:
+        self.batch, self.ranges = batch, ranges
         self.ids = {key: self._ids(key, names, model) for key, (_, names) in ranges.items()}
         n = batch.nsim
         self.values = {
@@ -165,7 +185,8 @@ class DomainRandomization:
 
     def _ids(self, key: str, names: tuple[str, ...], model: mujoco.MjModel) -> np.ndarray:
         kind = OPTIONS[key].kind
-        return np.array([getattr(model, kind)(name).id for name in names], dtype=np.int64)
+        ids = [int(name[1:]) if name.startswith("#") else getattr(model, kind)(name).id for name in names]
+        return np.array(ids, dtype=np.int64)
 
     def _fields(self) -> list[str]:
         fields = {
@@ -219,22 +240,22 @@ class DomainRandomization:
             fields["body_mass"][rows[:, None], ids] += values["torso_added_mass"][rows]
         if "kd_scale" in values:
             dofs = self._jnt_dofadr[self.ids["kd_scale"]]
-            fields["dof_damping"][rows[:, None], dofs] = self.kd * values["kd_scale"][rows]
+            fields["dof_damping"][rows[:, None], dofs] = nominal["dof_damping"][dofs] * values["kd_scale"][rows]
         self._write_gains(rows)
         if "default_pose_offset" in values:
             actuators = self._actuators("default_pose_offset")
             self.pose_offset[rows[:, None], actuators] = values["default_pose_offset"][rows]
 
     def _write_gains(self, rows: np.ndarray) -> None:
-        """Kp (times the motor strength) into each actuator's gain and position bias."""
+        """Each actuator's gain and position bias times its Kp scale and motor strength."""
         if "kp_scale" not in self.values and "motor_strength" not in self.values:
             return
-        gain = np.full((len(rows), len(self._joint_actuator)), self.kp)
+        factor = np.ones((len(rows), len(self._nominal["actuator_gainprm"])))
         for key in ("kp_scale", "motor_strength"):
             if key in self.values:
-                gain[:, self._actuators(key)] *= self.values[key][rows]
-        self._fields_of["actuator_gainprm"][rows, :, 0] = gain
-        self._fields_of["actuator_biasprm"][rows, :, 1] = -gain
+                factor[:, self._actuators(key)] *= self.values[key][rows]
+        self._fields_of["actuator_gainprm"][rows, :, 0] = self._nominal["actuator_gainprm"][:, 0] * factor
+        self._fields_of["actuator_biasprm"][rows, :, 1] = self._nominal["actuator_biasprm"][:, 1] * factor
 
     def _actuators(self, key: str) -> np.ndarray:
         return np.array([self._joint_actuator[int(j)] for j in self.ids[key]], dtype=np.int64)
