@@ -134,7 +134,8 @@ def list_envs(args: argparse.Namespace) -> int:
 
 def list_robots() -> None:
     """MuJoCo Playground's robots: the EnvPool task each equals, their spaces and the sim-to-real kit's keywords."""
-    from roboppo_envs.playground.go1 import GO1_RANDOMIZATION, PUSHES
+    from roboppo_envs.playground.go1 import GO1_RANDOMIZATION
+    from roboppo_envs.pushes import PUSHES
 
     print(
         "\nrobots (MuJoCo Playground tasks, batched on MuJoCo's threads; observations: Dict of state, privileged_state)"

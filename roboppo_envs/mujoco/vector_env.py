@@ -47,6 +47,7 @@ from roboppo_envs.mujoco.tasks import (
     MujocoTask,
     State,
 )
+from roboppo_envs.pushes import Kicks, checked_pushes
 from roboppo_envs.vector_api import expand, reset_mask, scattered, time_limit, with_masks
 
 #: the render modes whose frames a vector env returns, one per copy
@@ -174,6 +175,8 @@ class MujocoVectorEnv(VectorEnv, EzPickle):
     :param randomize: domain randomization redrawn at each reset of a copy (:mod:`roboppo_envs.randomize`): True
         for :data:`SUITE_RANDOMIZATION`'s ranges, a mapping to change them, None or False for none. While it is on,
         the copies simulate the batch's own per-copy model fields, so an edit of ``envs.model`` no longer reaches them.
+    :param pushes: velocity kicks on the torso (the root body), as MuJoCo Playground's
+        (:mod:`roboppo_envs.pushes`): True for its ranges, a mapping to change them.
     :param env_kwargs: keyword arguments of the single env (reward weights, ``reset_noise_scale``, ...).
     """
 
@@ -190,13 +193,23 @@ class MujocoVectorEnv(VectorEnv, EzPickle):
         render_mode: str | None = None,
         autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
         randomize: bool | dict[str, Any] | None = None,
+        pushes: bool | dict[str, Any] = False,
         **env_kwargs: Any,
     ) -> None:
         if num_envs < 1:
             raise ValueError(f"num_envs must be at least 1, got {num_envs}.")
         # a pickle or deepcopy is a new batch built with these arguments, as for Gymnasium's MuJoCo envs
         EzPickle.__init__(
-            self, num_envs, task, num_threads, max_episode_steps, render_mode, autoreset_mode, randomize, **env_kwargs
+            self,
+            num_envs,
+            task,
+            num_threads,
+            max_episode_steps,
+            render_mode,
+            autoreset_mode,
+            randomize,
+            pushes,
+            **env_kwargs,
         )
         env_class, task_class = self._classes(task)
         if render_mode is not None and render_mode not in FRAME_MODES:
@@ -225,6 +238,9 @@ class MujocoVectorEnv(VectorEnv, EzPickle):
         self._batch = batch_class()(self.model, nsim=num_envs, nthread=self.num_threads, persistent=True)
         ranges = dr.resolve(randomize, suite_randomization(self.model), self.model, self.name)
         self.randomizer = dr.DomainRandomization(self._batch, self.model, ranges) if ranges else None
+        kicks = checked_pushes(pushes, self.name)
+        dt = float(self.model.opt.timestep) * self.frame_skip
+        self.kicks = None if kicks is None else Kicks(kicks, self._batch.bind("xfrc_applied"), 1, self.torso_mass, dt)
         if self.randomizer is None:
             # every copy runs on this env's own model (the batch would otherwise simulate a copy of it), so an
             # edit to ``envs.model`` (a mass, a friction) reaches the physics at the next step
@@ -264,6 +280,11 @@ class MujocoVectorEnv(VectorEnv, EzPickle):
         self._before_rows: dict[int, State] = {}
         self._left: dict[int, mujoco.MjData] = {}  # a copy's MjData as a caller's method left it, until it steps
         self.closed = False
+
+    @property
+    def torso_mass(self) -> float:
+        """The mass a kick moves: the root body's subtree (the whole robot, for a free-floating one), kg."""
+        return float(self.model.body_subtreemass[1])
 
     @property
     def np_random_seed(self) -> tuple[int, ...]:  # type: ignore[override]
@@ -542,6 +563,8 @@ class MujocoVectorEnv(VectorEnv, EzPickle):
             arrays["cfrc_ext"] = self._contact.cfrc_ext.copy()
         if self.randomizer is not None:
             arrays |= {f"randomization_{key}": value for key, value in self.randomizer.attributes().items()}
+        if self.kicks is not None:
+            arrays |= self.kicks.get_state()
         meta = {"env": self.name, "num_envs": self.num_envs, "needs_reset": self._needs_reset}
         meta["rngs"] = [rng.bit_generator.state for rng in self._rngs]
         return arrays, meta
@@ -565,6 +588,8 @@ class MujocoVectorEnv(VectorEnv, EzPickle):
         self._left = {}
         if self.randomizer is not None:
             self.randomizer.restore({key: arrays[f"randomization_{key}"] for key in self.randomizer.values})
+        if self.kicks is not None:
+            self.kicks.set_state(arrays)
         if self._contact is not None:
             self._contact.refresh(np.arange(self.num_envs))
             self._contact.cfrc_ext[:] = arrays["cfrc_ext"]
@@ -588,6 +613,8 @@ class MujocoVectorEnv(VectorEnv, EzPickle):
         self._ctrl[:] = actions
         # copies about to be reset are not stepped: their step would be discarded (EnvPool skips it too)
         stepped = None if ignore is None or not ignore.any() else ~ignore
+        if self.kicks is not None:
+            self.kicks.apply(np.ones(self.num_envs, dtype=bool) if stepped is None else stepped, self._rngs)
         if stepped is None or stepped.any():
             self._step_physics(stepped)
         if self._contact is not None:
@@ -637,6 +664,9 @@ class MujocoVectorEnv(VectorEnv, EzPickle):
         for index in copies:
             self._qpos[index], self._qvel[index] = self.task.initial_state(self._rngs[index])
         self._stepped[copies] = False
+        if self.kicks is not None:
+            for index in copies:
+                self.kicks.schedule(index, self._rngs[index])
         if self.randomizer is not None:  # drawn after the initial states: the same states as without it
             self.randomizer.draw(self._rngs, copies)
             if self._contact is not None:

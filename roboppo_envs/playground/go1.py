@@ -37,6 +37,7 @@ from roboppo_envs import randomize as dr
 from roboppo_envs.kit import checked_kit, with_kit
 from roboppo_envs.mujoco.vector_env import batch_class, resolve_num_threads
 from roboppo_envs.playground.assets import playground_file
+from roboppo_envs.pushes import PUSHES, Kicks, checked_pushes
 from roboppo_envs.vector_api import reset_mask, scattered, time_limit, with_masks
 
 TERRAIN_XML = {
@@ -77,8 +78,6 @@ GO1_RANDOMIZATION: dr.Ranges = {
     "torso_added_mass": ((-1.0, 1.0), ("trunk",)),
     "default_pose_offset": ((-0.05, 0.05), LEG_JOINTS),
 }
-#: Playground's kicks (``pert_config``): speed given to the torso (m/s), kick length (s), wait between kicks (s)
-PUSHES = {"velocity_kick": (0.0, 3.0), "kick_durations": (0.05, 0.2), "kick_wait_times": (1.0, 3.0)}
 
 
 class Go1JoystickVectorEnv(VectorEnv):
@@ -153,6 +152,8 @@ class Go1JoystickVectorEnv(VectorEnv):
             self._site_xmat,
             self._torque,
         ) = (self._batch.bind(name) for name in names)
+        # every episode draws a kick schedule (the same draws with kicks on or off); kicks on apply it
+        self.kicks = Kicks(self.pushes or PUSHES, self._xfrc, self.torso_id, self.torso_mass, self.ctrl_dt)
         ranges = dr.resolve(randomize, GO1_RANDOMIZATION, self.model, self.name)
         self.randomizer = dr.DomainRandomization(self._batch, self.model, ranges) if ranges else None
         self._rngs, self._seeds = (list(v) for v in zip(*(np_random() for _ in range(num_envs)), strict=True))
@@ -222,14 +223,6 @@ class Go1JoystickVectorEnv(VectorEnv):
         self.swing_peak = np.zeros((n, 4))
         self.steps = np.zeros(n, dtype=np.int64)
         self._autoreset = np.zeros(n, dtype=bool)
-        # kicks, as Playground's ``pert`` state: wait (steps), length (s and steps), speed, and progress
-        self.kick_wait = np.zeros(n, dtype=np.int64)
-        self.kick_seconds = np.ones(n)
-        self.kick_steps_total = np.zeros(n, dtype=np.int64)
-        self.kick_speed = np.zeros(n)
-        self.kick_since = np.zeros(n, dtype=np.int64)
-        self.kick_step = np.zeros(n, dtype=np.int64)
-        self.kick_dir = np.zeros((n, 3))
 
     # -- Gymnasium VectorEnv API ------------------------------------------------------------------
 
@@ -275,7 +268,7 @@ class Go1JoystickVectorEnv(VectorEnv):
         actions = self._checked_actions(actions, pending)
         stepped = ~pending
         if self.pushes is not None:
-            self._kick(stepped)
+            self.kicks.apply(stepped, self._rngs)
         self._ctrl[:] = self.default_pose + self.action_scale * actions
         if self.randomizer is not None:
             self._ctrl[:] += self.randomizer.pose_offset
@@ -332,26 +325,18 @@ class Go1JoystickVectorEnv(VectorEnv):
             qvel = np.zeros(self.model.nv)
             qvel[0:6] = rng.uniform(-0.5, 0.5, size=6)
             self._qpos[index], self._qvel[index], self._ctrl[index] = qpos, qvel, self.default_pose
-            self._draw_kick_schedule(index, rng)
+            self.kicks.schedule(index, rng)
             self.steps_until_next_cmd[index] = self._countdown(rng)
             self.command[index] = rng.uniform(-self.command_amplitude, self.command_amplitude)
         if self.fixed_command is not None:
             self.command[copies] = self.fixed_command
         if self.randomizer is not None:
             self.randomizer.draw(self._rngs, copies)
-        for array in (self.last_act, self.feet_air_time, self.swing_peak, self.steps, self.kick_since, self.kick_step):
+        for array in (self.last_act, self.feet_air_time, self.swing_peak, self.steps):
             array[copies] = 0
         self.last_contact[copies] = False
-        self.kick_dir[copies] = 0.0
         self._autoreset[copies] = False
         self._batch.forward(copies)
-
-    def _draw_kick_schedule(self, index: int, rng: np.random.Generator) -> None:
-        pushes = self.pushes or PUSHES
-        self.kick_wait[index] = round(rng.uniform(*pushes["kick_wait_times"]) / self.ctrl_dt)
-        self.kick_seconds[index] = rng.uniform(*pushes["kick_durations"])
-        self.kick_steps_total[index] = round(self.kick_seconds[index] / self.ctrl_dt)
-        self.kick_speed[index] = rng.uniform(*pushes["velocity_kick"])
 
     def _countdown(self, rng: np.random.Generator) -> int:
         """Control steps until the next command: an exponential time of mean 5 s."""
@@ -368,24 +353,6 @@ class Go1JoystickVectorEnv(VectorEnv):
             if self.fixed_command is None:
                 self.command[index] = np.where(switch, new * keep_new, self.command[index])
             self.steps_until_next_cmd[index] = self._countdown(rng)
-
-    def _kick(self, stepped: np.ndarray) -> None:
-        """Playground's ``_maybe_apply_perturbation``: a half-sine force on the torso that gives it
-        ``kick_speed`` over ``kick_seconds``, every ``kick_wait`` steps, in a direction drawn per kick."""
-        active = (self.kick_since >= self.kick_wait) & stepped
-        waiting = ~active & stepped
-        t = self.kick_step * self.ctrl_dt
-        force = 0.5 * np.sin(np.pi * t / self.kick_seconds) * self.torso_mass * self.kick_speed / self.kick_seconds
-        self._xfrc[stepped] = 0.0
-        self._xfrc[active, self.torso_id, :3] = force[active, None] * self.kick_dir[active]
-        self.kick_since[active & (self.kick_step >= self.kick_steps_total)] = 0
-        self.kick_step[active] += 1
-        self.kick_since[waiting] += 1
-        starts = waiting & (self.kick_since >= self.kick_wait)
-        self.kick_step[starts] = 0
-        for index in np.flatnonzero(starts):
-            angle = self._rngs[index].uniform(0.0, 2 * np.pi)
-            self.kick_dir[index] = (np.cos(angle), np.sin(angle), 0.0)
 
     # -- one control step -------------------------------------------------------------------------
 
@@ -460,7 +427,7 @@ class Go1JoystickVectorEnv(VectorEnv):
         noisy = np.hstack(clean) + self._noise(sum(part.shape[1] for part in clean))
         noisy[:, 9:21] -= self.default_pose
         state = np.hstack([noisy, self.last_act, self.command])
-        kick_on = (self.kick_since >= self.kick_wait) if self.pushes is not None else np.zeros(self.num_envs, bool)
+        kick_on = self.kicks.on() if self.pushes is not None else np.zeros(self.num_envs, bool)
         privileged = np.hstack(
             [
                 state, gyro, self._read("accelerometer"), gravity, linvel, self._read("global_angvel"),
@@ -492,8 +459,7 @@ class Go1JoystickVectorEnv(VectorEnv):
     #: the per-copy arrays a step reads besides the physics
     EPISODE_ARRAYS = (
         "command", "steps_until_next_cmd", "last_act", "feet_air_time", "last_contact", "swing_peak", "steps",
-        "_autoreset", "kick_wait", "kick_seconds", "kick_steps_total", "kick_speed", "kick_since", "kick_step",
-        "kick_dir",
+        "_autoreset",
     )  # fmt: skip
 
     def get_state(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
@@ -502,6 +468,7 @@ class Go1JoystickVectorEnv(VectorEnv):
         arrays = {"physics": self._batch.state.copy()} | {
             name: getattr(self, name).copy() for name in self.EPISODE_ARRAYS
         }
+        arrays |= self.kicks.get_state()
         if self.randomizer is not None:
             arrays |= {f"randomization_{key}": value for key, value in self.randomizer.attributes().items()}
         meta = {"env": self.name, "num_envs": self.num_envs, "needs_reset": self._needs_reset}
@@ -518,6 +485,7 @@ class Go1JoystickVectorEnv(VectorEnv):
         self._batch.state[:] = arrays["physics"]
         for name in self.EPISODE_ARRAYS:
             getattr(self, name)[...] = arrays[name]
+        self.kicks.set_state(arrays)
         for rng, state in zip(self._rngs, meta["rngs"], strict=True):
             rng.bit_generator.state = state
         if self.randomizer is not None:
@@ -619,30 +587,6 @@ def checked_command(command: Any, env: str, rows: int = 1) -> np.ndarray:
             f"{env}: a command is (vx m/s, vy m/s, yaw rate rad/s), three finite numbers; got {command!r}."
         )
     return values
-
-
-def checked_pushes(pushes: bool | Mapping[str, Any], env: str) -> dict[str, tuple[float, float]] | None:
-    """Playground's kick ranges (updated by a mapping), or None for no kicks."""
-    if pushes is False or pushes is None:
-        return None
-    if pushes is True:
-        return dict(PUSHES)
-    if not isinstance(pushes, Mapping):
-        raise TypeError(f"{env}: pushes must be True, False or a mapping of {sorted(PUSHES)}, got {pushes!r}.")
-    ranges = dict(PUSHES)
-    for key, value in pushes.items():
-        if key not in PUSHES:
-            raise ValueError(f"{env}: unknown pushes key {key!r}; the keys are {', '.join(PUSHES)}.")
-        try:
-            low, high = (float(bound) for bound in value)
-        except (TypeError, ValueError):
-            raise ValueError(f"{env}: pushes[{key!r}] must be a (low, high) pair of numbers, got {value!r}.") from None
-        if not (0 <= low <= high < np.inf) or (key != "velocity_kick" and low <= 0):
-            raise ValueError(
-                f"{env}: pushes[{key!r}] must be 0 <= low <= high (durations and waits > 0 s), got ({low}, {high})."
-            )
-        ranges[key] = (low, high)
-    return ranges
 
 
 def make_vector(num_envs: int = 1, action_latency: int = 0, history: int = 1, **kwargs: Any) -> VectorEnv:

@@ -77,3 +77,26 @@ def test_pd_options_are_refused_for_torque_motors() -> None:
         MujocoVectorEnv(1, task="Hopper", randomize={"kp_scale": (0.9, 1.1)})
     with pytest.raises(ValueError, match="names bodies \\['tail'\\] that the model lacks; its bodies are world"):
         MujocoVectorEnv(1, task="Hopper", randomize={"link_mass_scale": {"range": (0.9, 1.1), "names": ["tail"]}})
+
+
+def test_kicks_on_the_suite_push_the_torso_and_are_kept_in_the_saved_state() -> None:
+    pushes = {"kick_wait_times": (0.1, 0.1), "kick_durations": (0.15, 0.15), "velocity_kick": (2.0, 2.0)}
+    kicked, calm = MujocoVectorEnv(2, task="Ant", pushes=pushes), MujocoVectorEnv(2, task="Ant")
+    np.testing.assert_array_equal(kicked.reset(seed=0)[0], calm.reset(seed=0)[0])  # schedules drawn after the state
+    actions = np.zeros((2, 8), dtype=np.float32)
+    xfrc = kicked._batch.bind("xfrc_applied")
+    forces = []
+    for _ in range(3):
+        kicked.step(actions)
+        calm.step(actions)
+        forces.append(np.linalg.norm(xfrc[:, 1, :3], axis=-1))
+    twin = MujocoVectorEnv(2, task="Ant", pushes=pushes)
+    twin.set_state(*kicked.get_state())
+    for _ in range(5):
+        obs, *_ = kicked.step(actions)
+        forces.append(np.linalg.norm(xfrc[:, 1, :3], axis=-1))
+        np.testing.assert_array_equal(twin.step(actions)[0], obs)  # the kick schedule and progress were saved
+        calm_obs, *_ = calm.step(actions)
+    peak = 0.5 * kicked.torso_mass * 2.0 / 0.15  # the half-sine's peak force, N
+    assert 0.5 * peak < np.max(forces) <= peak
+    assert not np.array_equal(obs, calm_obs)  # the kicked torso moved
