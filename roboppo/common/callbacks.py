@@ -8,6 +8,7 @@ import zipfile
 from typing import Any
 
 import numpy as np
+from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.callbacks import EvalCallback as SB3EvalCallback
 
 from roboppo.common.errors import UserInputError
@@ -92,3 +93,24 @@ def read_evaluations(path: pathlib.Path) -> dict[str, Any]:
             "history (the models and checkpoints are intact), or restore it from a copy."
         ) from error
     return arrays
+
+
+class RandomizationLogger(BaseCallback):
+    """Logs what domain randomization drew, at the end of each rollout: each option's mean and spread over the
+    copies (``randomization/<option>_mean``, ``_std``), beside the training scalars (TensorBoard, progress.csv)."""
+
+    def _on_step(self) -> bool:
+        return True
+
+    def _on_rollout_end(self) -> None:
+        env = self.model.get_env()
+        try:
+            drawn = env.get_attr("randomization") if env is not None else []
+        except AttributeError:  # an env without the kit (Brax, a user's)
+            drawn = []
+        if not drawn or not drawn[0]:
+            return
+        for key in drawn[0]:
+            values = np.stack([np.asarray(copy[key], dtype=np.float64) for copy in drawn])
+            self.logger.record(f"randomization/{key}_mean", float(values.mean()))
+            self.logger.record(f"randomization/{key}_std", float(values.std()))

@@ -20,7 +20,7 @@ from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.logger import CSVOutputFormat, Logger, make_output_format
 
 import roboppo_envs
-from roboppo.common.callbacks import EvalCallback, read_evaluations
+from roboppo.common.callbacks import EvalCallback, RandomizationLogger, read_evaluations
 from roboppo.common.env_util import check_env_id, make_env_from_id
 from roboppo.common.files import remove_partials, write_atomic
 from roboppo.common.hparams import HparamsError, load_ppo_hparams, parse_overrides
@@ -208,7 +208,9 @@ def _learn(
     )
     evaluation = _evaluation(model, run_dir, config)
     eval_env = None if evaluation is None else evaluation.eval_env
-    callbacks: list[BaseCallback] = [] if evaluation is None else [evaluation]
+    callbacks: list[BaseCallback] = (
+        [RandomizationLogger()] if evaluation is None else [evaluation, RandomizationLogger()]
+    )
     if config["save_freq"] is not None:
         callbacks.append(RolloutCheckpoint(config["save_freq"], run_dir / CHECKPOINTS, eval_env))
     if evaluation is not None:
