@@ -29,6 +29,7 @@ id                                          equals (EnvPool's port of Playground
 ==========================================  ==================================================  =========
 ``roboppo/Go1JoystickFlatTerrain-v1``       ``MuJoCoPlayground/Go1JoystickFlatTerrain-v1``      1000
 ``roboppo/Go1JoystickRoughTerrain-v1``      ``MuJoCoPlayground/Go1JoystickRoughTerrain-v1``     1000
+``roboppo/BerkeleyHumanoidJoystickFlat...`` ``MuJoCoPlayground/BerkeleyHumanoidJoystickFlat...`` 1000
 ==========================================  ==================================================  =========
 
 ``RoboHopper-v0`` is MuJoCo's Hopper (Gymnasium v5 physics); ``RoboBraxHopper-v0`` is Brax's
@@ -92,6 +93,12 @@ BRAX_ENVS: dict[str, str] = {
 PLAYGROUND_ENVS: dict[str, dict[str, str]] = {
     "roboppo/Go1JoystickFlatTerrain-v1": {"terrain": "flat"},
     "roboppo/Go1JoystickRoughTerrain-v1": {"terrain": "rough"},
+    "roboppo/BerkeleyHumanoidJoystickFlatTerrain-v1": {"terrain": "flat"},
+}
+#: the module of each Playground robot's batched env (its ``make_vector``) and single env
+PLAYGROUND_MODULES = {
+    "Go1": "roboppo_envs.playground.go1",
+    "BerkeleyHumanoid": "roboppo_envs.playground.berkeley_humanoid",
 }
 
 
@@ -123,11 +130,12 @@ def register_envs() -> None:
         if env_id not in gym.registry:
             gym.register(id=env_id, max_episode_steps=1000, **spec)  # type: ignore[arg-type]
     for env_id, kwargs in PLAYGROUND_ENVS.items():
+        robot = env_id.removeprefix("roboppo/").split("Joystick")[0]
         if env_id not in gym.registry:
             gym.register(
                 id=env_id,
-                entry_point="roboppo_envs.playground.single_env:Go1JoystickEnv",
-                vector_entry_point="roboppo_envs.playground.go1:make_vector",
+                entry_point=f"roboppo_envs.playground.single_env:{robot}JoystickEnv",
+                vector_entry_point=f"{PLAYGROUND_MODULES[robot]}:make_vector",
                 max_episode_steps=1000,
                 kwargs=kwargs,
             )

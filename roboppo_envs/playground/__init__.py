@@ -5,10 +5,19 @@ id                                        equals (EnvPool's port of Playground) 
 ========================================  ==========================================  =========
 ``roboppo/Go1JoystickFlatTerrain-v1``     ``MuJoCoPlayground/Go1JoystickFlatTerrain-v1``   1000
 ``roboppo/Go1JoystickRoughTerrain-v1``    ``MuJoCoPlayground/Go1JoystickRoughTerrain-v1``  1000
+``roboppo/BerkeleyHumanoidJoystick``      ``MuJoCoPlayground/BerkeleyHumanoidJoystick``    1000
+``FlatTerrain-v1``                        ``FlatTerrain-v1``
 ========================================  ==========================================  =========
 """
 
+from roboppo_envs.playground.berkeley_humanoid import BerkeleyHumanoidJoystickVectorEnv
 from roboppo_envs.playground.go1 import Go1JoystickVectorEnv
-from roboppo_envs.playground.single_env import Go1JoystickEnv
+from roboppo_envs.playground.single_env import BerkeleyHumanoidJoystickEnv, Go1JoystickEnv, PlaygroundEnv
 
-__all__ = ["Go1JoystickEnv", "Go1JoystickVectorEnv"]
+__all__ = [
+    "BerkeleyHumanoidJoystickEnv",
+    "BerkeleyHumanoidJoystickVectorEnv",
+    "Go1JoystickEnv",
+    "Go1JoystickVectorEnv",
+    "PlaygroundEnv",
+]

@@ -11,17 +11,20 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from roboppo_envs.playground.base import JoystickVectorEnv
+from roboppo_envs.playground.berkeley_humanoid import BerkeleyHumanoidJoystickVectorEnv
 from roboppo_envs.playground.go1 import Go1JoystickVectorEnv
 
 
-class Go1JoystickEnv(gym.Env):
-    """One Go1 tracking joystick commands (keywords: :class:`~roboppo_envs.playground.go1.Go1JoystickVectorEnv`)."""
+class PlaygroundEnv(gym.Env):
+    """One robot tracking joystick commands (keywords: :class:`~roboppo_envs.playground.base.JoystickVectorEnv`)."""
 
     metadata: dict[str, Any] = {"render_modes": ["rgb_array"], "render_fps": 50}
+    vector_class: type[JoystickVectorEnv]
 
     def __init__(self, render_mode: str | None = None, **kwargs: Any) -> None:
         kwargs.pop("max_episode_steps", None)  # the TimeLimit's, as gym.make reads it
-        self.vector = Go1JoystickVectorEnv(
+        self.vector = self.vector_class(
             1, num_threads=1, max_episode_steps=-1, autoreset_mode="Disabled", render_mode=render_mode, **kwargs
         )
         self.observation_space = self.vector.single_observation_space
@@ -57,3 +60,15 @@ class Go1JoystickEnv(gym.Env):
 def _first(values: dict[str, Any]) -> dict[str, Any]:
     """Copy 0's entries (masks dropped)."""
     return {key: np.asarray(value)[0] for key, value in values.items() if not key.startswith("_")}
+
+
+class Go1JoystickEnv(PlaygroundEnv):
+    """One Go1 (``gym.make("roboppo/Go1JoystickFlatTerrain-v1")``)."""
+
+    vector_class = Go1JoystickVectorEnv
+
+
+class BerkeleyHumanoidJoystickEnv(PlaygroundEnv):
+    """One Berkeley Humanoid (``gym.make("roboppo/BerkeleyHumanoidJoystickFlatTerrain-v1")``)."""
+
+    vector_class = BerkeleyHumanoidJoystickVectorEnv

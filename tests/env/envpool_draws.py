@@ -29,8 +29,8 @@ class StdMt19937:
         return self.canonical() * (high - low) + low
 
 
-def go1_reset(seed: int, home_qpos: np.ndarray, nv: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """EnvPool's Go1 reset for an env seeded ``seed``: ``qpos``, ``qvel`` and the first command."""
+def go1_reset(seed: int, home_qpos: np.ndarray, nv: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """EnvPool's Go1 reset for an env seeded ``seed``: ``qpos``, ``qvel``, the first command and the steps it lasts."""
     rng = StdMt19937(seed)
     qpos = home_qpos.copy()
     qpos[0] += rng.uniform(-0.5, 0.5)
@@ -41,6 +41,28 @@ def go1_reset(seed: int, home_qpos: np.ndarray, nv: int) -> tuple[np.ndarray, np
     qpos[3:7] = turned
     qvel = np.zeros(nv)
     qvel[:6] = [rng.uniform(-0.5, 0.5) for _ in range(6)]
-    rng.canonical()  # the countdown to the next command (EnvPool reports it)
+    countdown = round(-np.log(1.0 - rng.canonical()) * 5.0 / 0.02)
     command = np.array([rng.uniform(-a, a) for a in (1.5, 0.8, 1.2)])
-    return qpos, qvel, command
+    return qpos, qvel, command, countdown
+
+
+def berkeley_reset(seed: int, home_qpos: np.ndarray, nv: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+    """EnvPool's Berkeley Humanoid reset for an env seeded ``seed``: ``qpos``, ``qvel``, the command and the gait's
+    phase step."""
+    rng = StdMt19937(seed)
+    qpos = home_qpos.copy()
+    qpos[0] += rng.uniform(-0.5, 0.5)
+    qpos[1] += rng.uniform(-0.5, 0.5)
+    yaw = rng.uniform(-3.14, 3.14)
+    turned = np.empty(4)
+    mujoco.mju_mulQuat(turned, qpos[3:7].copy(), np.array([np.cos(yaw / 2), 0.0, 0.0, np.sin(yaw / 2)]))
+    qpos[3:7] = turned
+    for i in range(7, len(qpos)):
+        qpos[i] *= rng.uniform(0.5, 1.5)
+    qvel = np.zeros(nv)
+    qvel[:6] = [rng.uniform(-0.5, 0.5) for _ in range(6)]
+    phase_dt = 2 * np.pi * 0.02 * rng.uniform(1.25, 1.5)
+    command = np.array([rng.uniform(-1.0, 1.0) for _ in range(3)])
+    if rng.canonical() < 0.1:
+        command[:] = 0.0
+    return qpos, qvel, command, phase_dt
