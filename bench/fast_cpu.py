@@ -60,7 +60,7 @@ TWINS = {"RoboHopper-v0": "Hopper-v5", "RoboInvertedDoublePendulum-v0": "Inverte
 #: MuJoCo Playground's robots and EnvPool's port of each (no Gymnasium twin: that column shows "-")
 ROBOTS = {
     f"roboppo/{name}-v1": f"MuJoCoPlayground/{name}-v1"
-    for name in ("Go1JoystickFlatTerrain", "Go1JoystickRoughTerrain")
+    for name in ("Go1JoystickFlatTerrain", "Go1JoystickRoughTerrain", "BerkeleyHumanoidJoystickFlatTerrain")
 }
 TWINS |= ROBOTS
 PPO_SYSTEMS = ("roboppo", "roboppo-torch", "sbx", "sb3")

@@ -140,11 +140,17 @@ def list_robots() -> None:
     print(
         "\nrobots (MuJoCo Playground tasks, batched on MuJoCo's threads; observations: Dict of state, privileged_state)"
     )
-    print(f"{'id':38s} {'physics':8s} {'equals (EnvPool port)':46s} {'obs':>8s} {'action':>12s}  needs")
+    print(f"{'id':48s} {'physics':8s} {'equals (EnvPool port)':56s} {'obs':>8s} {'action':>12s}  needs")
     for env_id in roboppo_envs.playground_ids():
         twin = roboppo_envs.playground_twin(env_id) or "-"
-        print(f"{env_id:38s} {'MuJoCo':8s} {twin:46s} {'48/123':>8s} {'12 in [-1, 1]':>12s}  robots")
-    print("kit keywords (env_kwargs): randomize=True|{option: (low, high)} with Playground's ranges by default:")
+        env = gym.make(env_id)
+        dims = "/".join(str(env.observation_space[key].shape[0]) for key in ("state", "privileged_state"))
+        actions = f"{env.action_space.shape[0]} in [-1, 1]"
+        env.close()
+        print(f"{env_id:48s} {'MuJoCo':8s} {twin:56s} {dims:>8s} {actions:>12s}  robots")
+    print(
+        "kit keywords (env_kwargs; the v5 suite takes them too): randomize=True|{option: (low, high)}, Go1's defaults:"
+    )
     for key, ((low, high), _) in GO1_RANDOMIZATION.items():
         print(f"  {key:22s} U({low:g}, {high:g})")
     print("  kp_scale, kd_scale, motor_strength: off unless given")

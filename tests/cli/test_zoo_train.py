@@ -131,9 +131,13 @@ def test_envs_lists_every_id_with_what_it_equals_its_spaces_and_extra(capsys: py
     assert re.search(r"roboppo/Humanoid-v5\s+MuJoCo\s+Humanoid-v5\s+348\s+17 in \[-0.4, 0.4\]\s+-\s+core", out)
     for name in ("Ant", "HalfCheetah", "Hopper", "HumanoidStandup", "Pusher", "Reacher", "Swimmer", "Walker2d"):
         assert re.search(rf"roboppo/{name}-v5\s+MuJoCo\s+{name}-v5\s", out), name
-    for terrain in ("Flat", "Rough"):
-        task = f"Go1Joystick{terrain}Terrain-v1"
-        assert re.search(rf"roboppo/{task}\s+MuJoCo\s+MuJoCoPlayground/{task}\s+48/123\s+12 in \[-1, 1\]\s+robots", out)
+    for task, dims in (
+        ("Go1JoystickFlat", "48/123"),
+        ("Go1JoystickRough", "48/123"),
+        ("BerkeleyHumanoidJoystickFlat", "52/114"),
+    ):
+        task = f"{task}Terrain-v1"
+        assert re.search(rf"roboppo/{task}\s+MuJoCo\s+MuJoCoPlayground/{task}\s+{dims}\s+12 in \[-1, 1\]\s+robots", out)
     assert re.search(r"floor_friction\s+U\(0.4, 1\)", out) and "pushes=True" in out
 
 
