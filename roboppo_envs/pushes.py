@@ -16,23 +16,31 @@ import numpy as np
 PUSHES = {"velocity_kick": (0.0, 3.0), "kick_durations": (0.05, 0.2), "kick_wait_times": (1.0, 3.0)}
 
 
-def checked_pushes(pushes: bool | Mapping[str, Any] | None, env: str) -> dict[str, tuple[float, float]] | None:
-    """Playground's kick ranges (updated by a mapping), or None for no kicks."""
+def checked_pushes(
+    pushes: bool | Mapping[str, Any] | None,
+    env: str,
+    defaults: dict[str, tuple[float, float]] = PUSHES,
+    times: tuple[str, ...] = ("kick_durations", "kick_wait_times"),
+) -> dict[str, tuple[float, float]] | None:
+    """The push ranges: ``defaults`` (Playground's kicks), updated by a mapping; None for no pushes.
+
+    :param times: the keys that are durations, which must be > 0 s.
+    """
     if pushes is False or pushes is None:
         return None
     if pushes is True:
-        return dict(PUSHES)
+        return dict(defaults)
     if not isinstance(pushes, Mapping):
-        raise TypeError(f"{env}: pushes must be True, False or a mapping of {sorted(PUSHES)}, got {pushes!r}.")
-    ranges = dict(PUSHES)
+        raise TypeError(f"{env}: pushes must be True, False or a mapping of {sorted(defaults)}, got {pushes!r}.")
+    ranges = dict(defaults)
     for key, value in pushes.items():
-        if key not in PUSHES:
-            raise ValueError(f"{env}: unknown pushes key {key!r}; the keys are {', '.join(PUSHES)}.")
+        if key not in defaults:
+            raise ValueError(f"{env}: unknown pushes key {key!r}; the keys are {', '.join(defaults)}.")
         try:
             low, high = (float(bound) for bound in value)
         except (TypeError, ValueError):
             raise ValueError(f"{env}: pushes[{key!r}] must be a (low, high) pair of numbers, got {value!r}.") from None
-        if not (0 <= low <= high < np.inf) or (key != "velocity_kick" and low <= 0):
+        if not (0 <= low <= high < np.inf) or (key in times and low <= 0):
             raise ValueError(
                 f"{env}: pushes[{key!r}] must be 0 <= low <= high (durations and waits > 0 s), got ({low}, {high})."
             )

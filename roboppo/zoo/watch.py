@@ -144,8 +144,10 @@ def list_robots() -> None:
     for env_id in roboppo_envs.playground_ids():
         twin = roboppo_envs.playground_twin(env_id) or "-"
         env = gym.make(env_id)
-        dims = "/".join(str(env.observation_space[key].shape[0]) for key in ("state", "privileged_state"))
-        actions = f"{env.action_space.shape[0]} in [-1, 1]"
+        obs_space, act_space = env.observation_space, env.action_space
+        assert isinstance(obs_space, spaces.Dict) and isinstance(act_space, spaces.Box)
+        dims = "/".join(str(obs_space[key].shape[0]) for key in ("state", "privileged_state"))  # type: ignore[index]
+        actions = f"{act_space.shape[0]} in [-1, 1]"
         env.close()
         print(f"{env_id:48s} {'MuJoCo':8s} {twin:56s} {dims:>8s} {actions:>12s}  robots")
     print(

@@ -30,6 +30,7 @@ from gymnasium.vector import VectorEnv
 from roboppo_envs import randomize as dr
 from roboppo_envs.kit import checked_kit, with_kit
 from roboppo_envs.playground.base import JoystickVectorEnv, Terms, yawed
+from roboppo_envs.pushes import checked_pushes
 
 FEET = ("l_foot", "r_foot")
 JOINTS = tuple(f"{side}_{joint}" for side in ("LL", "LR") for joint in ("HR", "HAA", "HFE", "KFE", "FFE", "FAA"))
@@ -117,7 +118,7 @@ class BerkeleyHumanoidJoystickVectorEnv(JoystickVectorEnv):
         self.push_step = np.zeros(n, dtype=np.int64)
         self.push_interval = np.ones(n, dtype=np.int64)
         self._contact = np.zeros((n, 2), dtype=bool)
-        self.pushes = checked_humanoid_pushes(pushes, self.name)
+        self.pushes = checked_pushes(pushes, self.name, HUMANOID_PUSHES, times=("interval",))
         self._noise_scales = np.concatenate([[0.1] * 3, [0.2] * 3, [0.05] * 3, JOINT_NOISE, [1.5] * 12])
 
     # -- episodes ---------------------------------------------------------------------------------
@@ -258,28 +259,6 @@ class BerkeleyHumanoidJoystickVectorEnv(JoystickVectorEnv):
             ]
         )  # fmt: skip
         return {"state": state, "privileged_state": privileged}
-
-
-def checked_humanoid_pushes(pushes: bool | Mapping[str, Any] | None, env: str) -> dict[str, tuple[float, float]] | None:
-    """Playground's humanoid push ranges (updated by a mapping), or None for no pushes."""
-    if pushes is False or pushes is None:
-        return None
-    if pushes is True:
-        return dict(HUMANOID_PUSHES)
-    if not isinstance(pushes, Mapping):
-        raise TypeError(f"{env}: pushes must be True, False or a mapping of {sorted(HUMANOID_PUSHES)}, got {pushes!r}.")
-    ranges = dict(HUMANOID_PUSHES)
-    for key, value in pushes.items():
-        if key not in HUMANOID_PUSHES:
-            raise ValueError(f"{env}: unknown pushes key {key!r}; the keys are {', '.join(HUMANOID_PUSHES)}.")
-        try:
-            low, high = (float(bound) for bound in value)
-        except (TypeError, ValueError):
-            raise ValueError(f"{env}: pushes[{key!r}] must be a (low, high) pair of numbers, got {value!r}.") from None
-        if not (0 <= low <= high < np.inf) or (key == "interval" and low <= 0):
-            raise ValueError(f"{env}: pushes[{key!r}] must be 0 <= low <= high (intervals > 0 s), got ({low}, {high}).")
-        ranges[key] = (low, high)
-    return ranges
 
 
 def make_vector(num_envs: int = 1, action_latency: int = 0, history: int = 1, **kwargs: Any) -> VectorEnv:

@@ -29,9 +29,8 @@ class StdMt19937:
         return self.canonical() * (high - low) + low
 
 
-def go1_reset(seed: int, home_qpos: np.ndarray, nv: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
-    """EnvPool's Go1 reset for an env seeded ``seed``: ``qpos``, ``qvel``, the first command and the steps it lasts."""
-    rng = StdMt19937(seed)
+def moved_and_turned(rng: StdMt19937, home_qpos: np.ndarray) -> np.ndarray:
+    """Home moved by U(-0.5, 0.5) in x, then y, and turned by a yaw in U(-3.14, 3.14), as EnvPool draws them."""
     qpos = home_qpos.copy()
     qpos[0] += rng.uniform(-0.5, 0.5)
     qpos[1] += rng.uniform(-0.5, 0.5)
@@ -39,6 +38,13 @@ def go1_reset(seed: int, home_qpos: np.ndarray, nv: int) -> tuple[np.ndarray, np
     turned = np.empty(4)
     mujoco.mju_mulQuat(turned, qpos[3:7].copy(), np.array([np.cos(yaw / 2), 0.0, 0.0, np.sin(yaw / 2)]))
     qpos[3:7] = turned
+    return qpos
+
+
+def go1_reset(seed: int, home_qpos: np.ndarray, nv: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """EnvPool's Go1 reset for an env seeded ``seed``: ``qpos``, ``qvel``, the first command and the steps it lasts."""
+    rng = StdMt19937(seed)
+    qpos = moved_and_turned(rng, home_qpos)
     qvel = np.zeros(nv)
     qvel[:6] = [rng.uniform(-0.5, 0.5) for _ in range(6)]
     countdown = round(-np.log(1.0 - rng.canonical()) * 5.0 / 0.02)
@@ -50,13 +56,7 @@ def berkeley_reset(seed: int, home_qpos: np.ndarray, nv: int) -> tuple[np.ndarra
     """EnvPool's Berkeley Humanoid reset for an env seeded ``seed``: ``qpos``, ``qvel``, the command and the gait's
     phase step."""
     rng = StdMt19937(seed)
-    qpos = home_qpos.copy()
-    qpos[0] += rng.uniform(-0.5, 0.5)
-    qpos[1] += rng.uniform(-0.5, 0.5)
-    yaw = rng.uniform(-3.14, 3.14)
-    turned = np.empty(4)
-    mujoco.mju_mulQuat(turned, qpos[3:7].copy(), np.array([np.cos(yaw / 2), 0.0, 0.0, np.sin(yaw / 2)]))
-    qpos[3:7] = turned
+    qpos = moved_and_turned(rng, home_qpos)
     for i in range(7, len(qpos)):
         qpos[i] *= rng.uniform(0.5, 1.5)
     qvel = np.zeros(nv)
