@@ -357,7 +357,8 @@ class JoystickVectorEnv(VectorEnv):
         return self._observe()
 
     def render(self) -> tuple[np.ndarray, ...] | None:  # type: ignore[override]
-        """One frame per copy (``render_mode="rgb_array"``), from a camera tracking the torso."""
+        """One frame per copy (``render_mode="rgb_array"``), from a camera tracking the torso, with the commanded
+        and the achieved velocity written in its corner (what ``roboppo-zoo record`` and ``enjoy`` show)."""
         if self.render_mode is None:
             return None
         if self._renderer is None:
@@ -371,8 +372,25 @@ class JoystickVectorEnv(VectorEnv):
             self._batch.get_data(index, self._frame_data)
             mujoco.mj_forward(self.model, self._frame_data)
             self._renderer.update_scene(self._frame_data, self._camera)
-            frames.append(self._renderer.render())
+            frames.append(self._captioned(self._renderer.render(), index))
         return tuple(frames)
+
+    def _captioned(self, frame: np.ndarray, index: int) -> np.ndarray:
+        """``frame`` with copy ``index``'s command and its achieved (local) velocity and yaw rate written on it."""
+        from PIL import Image, ImageDraw
+
+        vx, vy, wz = self.command[index]
+        achieved = self._read("local_linvel")[index]
+        yaw_rate = self._read("gyro")[index, 2]
+        image = Image.fromarray(frame)
+        draw = ImageDraw.Draw(image)
+        draw.text((8, 8), f"command   vx {vx:+.2f}  vy {vy:+.2f} m/s  yaw {wz:+.2f} rad/s", fill=(200, 0, 0))
+        draw.text(
+            (8, 24),
+            f"achieved  vx {achieved[0]:+.2f}  vy {achieved[1]:+.2f} m/s  yaw {yaw_rate:+.2f} rad/s",
+            fill=(0, 0, 0),
+        )
+        return np.asarray(image)
 
     def close(self, **kwargs: Any) -> None:
         if self.closed:

@@ -201,3 +201,16 @@ def test_commands_resample_as_playground_says() -> None:
     rate = zeroed.sum(axis=0) / changed.sum(axis=0)  # a switched axis is zeroed with probability 1 - b
     np.testing.assert_allclose(rate, 1 - keep, atol=0.12)
     assert (np.abs(after) <= env.command_amplitude).all()
+
+
+def test_frames_show_the_command_and_the_achieved_velocity() -> None:
+    env = Go1JoystickVectorEnv(1, render_mode="rgb_array", command=(0.8, 0.0, 0.3))
+    env.reset(seed=0)
+    (before,) = env.render()  # type: ignore[misc]
+    env.set_command([-0.5, 0.2, 0.0])
+    (after,) = env.render()  # type: ignore[misc]
+    assert before.shape == (480, 640, 3)
+    red = (before[:20, :, 0] > 150) & (before[:20, :, 1] < 60)  # the command's line is written in red
+    assert red.sum() > 50
+    changed = np.abs(before.astype(int) - after.astype(int)).max(axis=-1) > 60  # pixels the new caption redrew
+    assert changed[:20].sum() > 50 and changed[40:].sum() == 0  # (the renderer's own pixels differ by a few levels)
