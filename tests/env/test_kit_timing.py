@@ -28,7 +28,7 @@ def test_go1_history_is_envpools_frame_stack() -> None:
     batch = ours.unwrapped
     assert isinstance(batch, Go1JoystickVectorEnv)
     starts = [go1_reset(seed + i, batch.init_qpos, 18) for i in range(n)]
-    qpos, qvel, command = (np.array(v) for v in zip(*starts, strict=True))
+    qpos, qvel, command, _ = (np.array(v) for v in zip(*starts, strict=True))
     batch.set_command(command)
     batch.steps_until_next_cmd[:] = their_info["steps_until_next_cmd"]
     start = ours.set_robot_state(qpos, qvel)  # the history starts again from the state's frame
