@@ -393,9 +393,9 @@ class JoystickVectorEnv(VectorEnv):
         return np.asarray(image)
 
     def close(self, **kwargs: Any) -> None:
-        if self.closed:
+        if self.closed or "_batch" not in vars(self):  # closed, or never built (a constructor that raised)
             return
-        if self._renderer is not None:
+        if getattr(self, "_renderer", None) is not None:
             self._renderer.close()
         del self._batch
         self.closed = True

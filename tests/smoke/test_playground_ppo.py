@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from roboppo import PPO
 
@@ -25,3 +26,20 @@ def test_ppo_trains_on_go1_with_the_kit_on() -> None:
     drawn = model.get_env().get_attr("randomization")
     assert len(drawn) == 4 and drawn[0]["floor_friction"] != drawn[1]["floor_friction"]
     assert model.ep_info_buffer and all(info["l"] <= 40 for info in model.ep_info_buffer)  # episodes ended and reset
+
+
+def test_ppo_splits_a_dict_env_by_its_keys() -> None:
+    model = PPO(
+        "MultiInputPolicy",
+        "roboppo/Go1JoystickFlatTerrain-v1",
+        n_envs=2,
+        n_steps=16,
+        batch_size=32,
+        seed=0,
+        policy_kwargs={"actor_keys": ["state"], "critic_keys": ["privileged_state"]},
+    )
+    layout = model.policy.observation_layout
+    assert layout == {"privileged_state": (0, 123), "state": (123, 171)}  # Gymnasium's Dict sorts its keys
+    assert model.policy.mlp_extractor.policy_net[0].in_features == 48
+    with pytest.raises(ValueError, match="critic_keys \\['privileged'\\] are not keys of the observation"):
+        PPO("MultiInputPolicy", "roboppo/Go1JoystickFlatTerrain-v1", policy_kwargs={"critic_keys": ["privileged"]})

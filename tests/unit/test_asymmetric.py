@@ -107,20 +107,3 @@ def test_keys_the_observation_lacks_are_named(kwargs: dict, message: str) -> Non
     with pytest.raises(ValueError) as error:
         make_policy(**kwargs)
     assert message in str(error.value)
-
-
-def test_ppo_splits_a_dict_env_by_its_keys() -> None:
-    model = PPO(
-        "MultiInputPolicy",
-        "roboppo/Go1JoystickFlatTerrain-v1",
-        n_envs=2,
-        n_steps=16,
-        batch_size=32,
-        seed=0,
-        policy_kwargs={"actor_keys": ["state"], "critic_keys": ["privileged_state"]},
-    )
-    layout = model.policy.observation_layout
-    assert layout == {"privileged_state": (0, 123), "state": (123, 171)}  # Gymnasium's Dict sorts its keys
-    assert model.policy.mlp_extractor.policy_net[0].in_features == 48
-    with pytest.raises(ValueError, match="critic_keys \\['privileged'\\] are not keys of the observation"):
-        PPO("MultiInputPolicy", "roboppo/Go1JoystickFlatTerrain-v1", policy_kwargs={"critic_keys": ["privileged"]})
