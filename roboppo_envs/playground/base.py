@@ -395,8 +395,9 @@ class JoystickVectorEnv(VectorEnv):
     def close(self, **kwargs: Any) -> None:
         if self.closed or "_batch" not in vars(self):  # closed, or never built (a constructor that raised)
             return
-        if getattr(self, "_renderer", None) is not None:
-            self._renderer.close()
+        renderer = getattr(self, "_renderer", None)
+        if renderer is not None:
+            renderer.close()
         del self._batch
         self.closed = True
 
