@@ -170,7 +170,7 @@ class BerkeleyHumanoidJoystickVectorEnv(JoystickVectorEnv):
         terminated = (self._read("upvector")[:, 2] < 0) | ~finite
         terms = self._reward_terms(actions, first_contact, contact, terminated)
         reward = np.clip(sum(terms.values()) * self.ctrl_dt, 0.0, 10000.0)
-        self._contact = contact
+        self._contact, self._terminated = contact, terminated
         return reward, terminated, terms
 
     def _end_step(self, actions: np.ndarray) -> None:
@@ -184,9 +184,7 @@ class BerkeleyHumanoidJoystickVectorEnv(JoystickVectorEnv):
         self.command_steps += 1
         for index in np.flatnonzero(self.command_steps > 500):
             self._sample_command(int(index), self._rngs[index])
-        ended = (self.command_steps > 500) | ~(np.isfinite(self._qpos).all(axis=1))
-        ended |= self._read("upvector")[:, 2] < 0
-        self.command_steps[ended] = 0
+        self.command_steps[(self.command_steps > 500) | self._terminated] = 0
 
     def _reward_terms(
         self, actions: np.ndarray, first_contact: np.ndarray, contact: np.ndarray, terminated: np.ndarray
