@@ -1,22 +1,22 @@
-"""What MuJoCo Playground's joystick tasks share, batched: the copies, their episodes, the vector-env contract.
+"""What MuJoCo Playground's tasks share, batched: the copies, their episodes, the vector-env contract.
 
-A task (:mod:`~roboppo_envs.playground.go1`, :mod:`~roboppo_envs.playground.berkeley_humanoid`) subclasses
-:class:`JoystickVectorEnv` and says what is its own: the model and its settings, the initial state a
-reset draws, what follows the physics in a control step (contacts, rewards, commands), the observations,
-and its pushes. This class holds one ``mujoco.batch.Batch`` of the copies and does the rest:
+A task subclasses :class:`PlaygroundVectorEnv` (the joystick tasks through
+:class:`~roboppo_envs.playground.joystick.JoystickVectorEnv`) and says what is its own: the model and
+its settings, how an action sets the controls, the initial state a reset draws, what follows the
+physics in a control step (contacts, rewards, commands), and the observations. This class holds one
+``mujoco.batch.Batch`` of the copies and does the rest:
 
-- control: position targets ``home + action_scale * action`` (plus a randomized PD-centre offset), then
-  ``ctrl_dt / sim_dt`` physics steps on MuJoCo's threads;
+- ``ctrl_dt / sim_dt`` physics steps per control step on MuJoCo's threads;
 - autoreset as Gymnasium's vector envs (``NEXT_STEP`` by default, ``SAME_STEP`` with ``final_obs`` and
   ``final_info``, ``DISABLED``), masked resets, copy ``i`` seeded with ``seed + i``;
-- domain randomization redrawn per copy at each reset (:mod:`roboppo_envs.randomize`), a fixed or
-  steered command (``command=``, :meth:`set_command`), :meth:`set_robot_state`, rendering, and the
-  state a run saves to resume exactly (:meth:`get_state`, :meth:`set_state`).
+- domain randomization redrawn per copy at each reset (:mod:`roboppo_envs.randomize`),
+  :meth:`set_robot_state`, rendering, and the state a run saves to resume exactly (:meth:`get_state`,
+  :meth:`set_state`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import pathlib
 from typing import Any, ClassVar
 
 import gymnasium as gym
@@ -28,116 +28,125 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 
 from roboppo_envs import randomize as dr
 from roboppo_envs.mujoco.vector_env import batch_class, resolve_num_threads
-from roboppo_envs.playground.assets import playground_file
 from roboppo_envs.vector_api import reset_mask, scattered, time_limit, with_masks
 
 Terms = dict[str, np.ndarray]
 
 
-class JoystickVectorEnv(VectorEnv):
-    """``num_envs`` copies of a Playground joystick task, stepped as one ``mujoco.batch.Batch``.
+class PlaygroundVectorEnv(VectorEnv):
+    """``num_envs`` copies of a Playground task, stepped as one ``mujoco.batch.Batch``.
 
     :param num_envs: copies.
-    :param terrain: ``"flat"`` or ``"rough"`` (Playground's height field).
     :param num_threads: threads stepping the copies (default one per available core, at most ``num_envs``).
-    :param max_episode_steps: steps before truncation (None: 1,000, Playground's ``episode_length``; -1: none).
+    :param max_episode_steps: steps before truncation (None: the task's ``episode_length``; -1: none).
     :param autoreset_mode: as Gymnasium's vector envs (``NEXT_STEP`` by default; roboppo's trainers use ``SAME_STEP``).
-    :param noise_level: factor on the observation noise (Playground's ``noise_config.level``; 0: none).
-    :param pushes: the task's pushes (see the task); a mapping changes their ranges.
-    :param randomize: domain randomization redrawn at each reset of a copy: True for the task's Playground ranges,
+    :param randomize: domain randomization redrawn at each reset of a copy: True for the task's default ranges,
         a mapping to change them (:mod:`roboppo_envs.randomize`), None or False for none.
-    :param command: a fixed ``(vx, vy, yaw_rate)`` command for every copy and step (no sampling), or None.
     :param render_mode: ``"rgb_array"`` for one frame per copy, or None.
     """
 
     metadata: dict[str, Any] = {"autoreset_mode": AutoresetMode.NEXT_STEP, "render_modes": ["rgb_array"]}
 
-    #: the task's name (``roboppo/<task><Terrain>Terrain-v1``), its files and its settings
-    task: ClassVar[str]
-    asset_package: ClassVar[str]
-    xml_folder: ClassVar[tuple[str, ...]]
-    terrain_xml: ClassVar[dict[str, str]]
-    torso: ClassVar[str]
     ctrl_dt: ClassVar[float] = 0.02
     sim_dt: ClassVar[float]
-    action_scale: ClassVar[float] = 0.5
-    obs_dims: ClassVar[tuple[int, int]]  # state, privileged_state
+    episode_length: ClassVar[int] = 1000
+    #: the observation's keys and their sizes
+    obs_dims: ClassVar[dict[str, int]]
     reward_scales: ClassVar[dict[str, float]]
     default_randomization: ClassVar[dr.Ranges]
     #: per-copy arrays a step reads besides the physics (saved with a run's state)
-    episode_arrays: ClassVar[tuple[str, ...]] = ("command", "last_act", "steps", "_autoreset")
-    pushes_default: ClassVar[bool] = False
+    episode_arrays: ClassVar[tuple[str, ...]] = ("last_act", "steps", "_autoreset")
+    #: MjData fields read and written as live ``[num_envs, ...]`` arrays: attribute -> field
+    bound_fields: ClassVar[dict[str, str]] = {
+        "_qpos": "qpos", "_qvel": "qvel", "_ctrl": "ctrl", "_sensors": "sensordata", "_site_xpos": "site_xpos",
+        "_site_xmat": "site_xmat",
+    }  # fmt: skip
+    _qpos: np.ndarray
+    _qvel: np.ndarray
+    _ctrl: np.ndarray
+    _sensors: np.ndarray
+    _site_xpos: np.ndarray
+    _site_xmat: np.ndarray
 
     def __init__(
         self,
         num_envs: int = 1,
-        terrain: str = "flat",
         num_threads: int | None = None,
         max_episode_steps: int | None = None,
         autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
-        noise_level: float = 1.0,
-        pushes: bool | Mapping[str, Any] | None = None,
-        randomize: bool | Mapping[str, Any] | None = None,
-        command: tuple[float, float, float] | None = None,
+        randomize: bool | dict[str, Any] | None = None,
         render_mode: str | None = None,
     ) -> None:
         if num_envs < 1:
             raise ValueError(f"num_envs must be at least 1, got {num_envs}.")
-        if terrain not in self.terrain_xml:
-            raise ValueError(f"terrain must be one of {sorted(self.terrain_xml)}, got {terrain!r}.")
         if render_mode not in (None, "rgb_array"):
             raise ValueError(f"render_mode must be 'rgb_array' or None, got {render_mode!r}.")
-        self.name = f"roboppo/{self.task}{terrain.capitalize()}Terrain-v1"
-        self.num_envs, self.terrain, self.render_mode = num_envs, terrain, render_mode
+        self.name = self._env_name()
+        self.num_envs, self.render_mode = num_envs, render_mode
         self.autoreset_mode = AutoresetMode(autoreset_mode)
         self.metadata = {**self.metadata, "autoreset_mode": self.autoreset_mode, "render_fps": 1 / self.ctrl_dt}
-        self.max_episode_steps = time_limit(max_episode_steps, 1000, self.name)
-        self.noise_level = checked_noise(noise_level, self.name)
-        self.fixed_command = None if command is None else checked_command(command, self.name)
-        path = playground_file(*self.xml_folder, self.terrain_xml[terrain], package=self.asset_package)
-        self.model = self._configure(mujoco.MjModel.from_xml_path(str(path)))
+        self.max_episode_steps = time_limit(max_episode_steps, self.episode_length, self.name)
+        self.model = self._configure(mujoco.MjModel.from_xml_path(str(self._xml_path())))
         self.n_substeps = round(self.ctrl_dt / self.sim_dt)
         self.num_threads = resolve_num_threads(num_threads, num_envs)
-        self._find_common_ids()
+        self._find_ids()
         self._make_spaces()
         self._batch = batch_class()(self.model, nsim=num_envs, nthread=self.num_threads, persistent=True)
         self._batch.reset()
         self._reset_row = self._batch.state[0].copy()
-        names = ("qpos", "qvel", "ctrl", "xfrc_applied", "sensordata", "site_xpos", "site_xmat", "actuator_force")
-        bound = [self._batch.bind(name) for name in names]
-        self._qpos, self._qvel, self._ctrl, self._xfrc, self._sensors, self._site_xpos, self._site_xmat = bound[:7]
-        self._torque = bound[7]
+        for attribute, field in self.bound_fields.items():
+            setattr(self, attribute, self._batch.bind(field))
         self._rngs, self._seeds = (list(v) for v in zip(*(np_random() for _ in range(num_envs)), strict=True))
-        self.command = np.zeros((num_envs, 3))
         self.last_act = np.zeros((num_envs, self.model.nu))
         self.steps = np.zeros(num_envs, dtype=np.int64)
         self._autoreset = np.zeros(num_envs, dtype=bool)
-        self._setup_task(self.pushes_default if pushes is None else pushes)
+        self._setup_task()
         ranges = dr.resolve(randomize, self.default_randomization, self.model, self.name)
+        self._check_randomization(ranges)
         self.randomizer = dr.DomainRandomization(self._batch, self.model, ranges) if ranges else None
         self._renderer: mujoco.Renderer | None = None
         self._needs_reset, self.closed = True, False
 
     # -- what a task defines ----------------------------------------------------------------------
 
+    def _env_name(self) -> str:
+        """The registered id this env equals (``roboppo/<Playground task>-v1``)."""
+        raise NotImplementedError
+
+    def _xml_path(self) -> pathlib.Path:
+        """Playground's model file of the task."""
+        raise NotImplementedError
+
     def _configure(self, model: mujoco.MjModel) -> mujoco.MjModel:
         """The task's settings of Playground's model (its time step, gains)."""
         model.opt.timestep = self.sim_dt
         return model
 
-    def _setup_task(self, pushes: bool | Mapping[str, Any]) -> None:
-        """The task's ids, per-copy arrays and pushes."""
-        raise NotImplementedError
+    def _find_ids(self) -> None:
+        """The ids and nominal values the task reads (before the batch exists)."""
+
+    def _setup_task(self) -> None:
+        """The task's per-copy arrays (after the batch exists)."""
+
+    def _check_randomization(self, ranges: dr.Ranges) -> None:
+        """Reject options the task's control cannot honour."""
 
     def _reset_copy(self, index: int, rng: np.random.Generator) -> None:
         """Copy ``index``'s new episode: its physics rows (``qpos``, ``qvel``, ``ctrl``) and the task's draws."""
+        raise NotImplementedError
+
+    def _after_resets(self, copies: np.ndarray) -> None:
+        """After every copy's draws, before the randomization's (a fixed command)."""
+
+    def _apply_actions(self, actions: np.ndarray) -> None:
+        """Set the controls from the actions (checked, ``[num_envs, nu]``)."""
         raise NotImplementedError
 
     def _push(self, stepped: np.ndarray) -> None:
         """The task's pushes before the ``stepped`` copies' physics."""
 
     def _after_physics(self, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray, Terms]:
-        """After the physics: the reward, terminations and reward terms (scaled) of every copy."""
+        """After the physics: the reward, terminations and reward terms of every copy."""
         raise NotImplementedError
 
     def _end_step(self, actions: np.ndarray) -> None:
@@ -150,18 +159,15 @@ class JoystickVectorEnv(VectorEnv):
     def _extra_info(self) -> Terms:
         return {}
 
-    # -- shared readings --------------------------------------------------------------------------
+    def _camera(self) -> mujoco.MjvCamera:
+        """The camera frames are rendered from."""
+        return mujoco.MjvCamera()
 
-    def _find_common_ids(self) -> None:
-        model = self.model
-        home = model.keyframe("home")
-        self.init_qpos = home.qpos.copy()
-        self.default_pose = home.qpos[7:].copy()
-        self.torso_id = model.body(self.torso).id
-        self.torso_mass = float(model.body_subtreemass[self.torso_id])
-        self.imu_site = model.site("imu").id
-        sensors = ("gyro", "local_linvel", "accelerometer", "upvector", "global_linvel", "global_angvel")
-        self._sensor = {name: self._sensor_slice(name) for name in sensors}
+    def _captioned(self, frame: np.ndarray, index: int) -> np.ndarray:
+        """``frame`` of copy ``index`` with what the task writes on it."""
+        return frame
+
+    # -- shared readings --------------------------------------------------------------------------
 
     def _sensor_slice(self, name: str) -> slice:
         sensor = self.model.sensor(name).id
@@ -173,28 +179,11 @@ class JoystickVectorEnv(VectorEnv):
         where = self._sensor_slice(name)
         return np.arange(where.start, where.stop)
 
-    def _read(self, sensor: str) -> np.ndarray:
-        return self._sensors[:, self._sensor[sensor]]
-
-    def _gravity(self) -> np.ndarray:
-        """World down in the IMU's frame (projected gravity), ``[num_envs, 3]``."""
-        return -self._site_xmat[:, self.imu_site, 6:9]
-
-    def _noise(self, scales: np.ndarray) -> np.ndarray:
-        """Uniform noise in +-(noise_level * scale) per reading, from each copy's generator."""
-        if self.noise_level == 0:
-            return np.zeros((self.num_envs, len(scales)))
-        draws = np.stack([rng.uniform(-1.0, 1.0, len(scales)) for rng in self._rngs])
-        return draws * self.noise_level * scales
-
     def _make_spaces(self) -> None:
-        state, privileged = self.obs_dims
-        self.single_observation_space = spaces.Dict(
-            {
-                "state": spaces.Box(-np.inf, np.inf, (state,), np.float64),
-                "privileged_state": spaces.Box(-np.inf, np.inf, (privileged,), np.float64),
-            }
-        )
+        boxes: dict[str, spaces.Space] = {
+            key: spaces.Box(-np.inf, np.inf, (dim,), np.float64) for key, dim in self.obs_dims.items()
+        }
+        self.single_observation_space = spaces.Dict(boxes)
         self.single_action_space = spaces.Box(-1.0, 1.0, (self.model.nu,), np.float32)
         self.observation_space = gym.vector.utils.batch_space(self.single_observation_space, self.num_envs)
         self.action_space = gym.vector.utils.batch_space(self.single_action_space, self.num_envs)
@@ -224,8 +213,7 @@ class JoystickVectorEnv(VectorEnv):
         return obs, info
 
     def step(self, actions: Any) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
-        """Apply position targets ``home + action_scale * action`` for one control step; finished copies reset as
-        ``autoreset_mode`` says."""
+        """One control step of every copy; finished copies reset as ``autoreset_mode`` says."""
         self._check_open()
         if self._needs_reset:
             raise RuntimeError(f"{self.name}: call reset() before step().")
@@ -238,9 +226,7 @@ class JoystickVectorEnv(VectorEnv):
             )
         actions = self._checked_actions(actions, pending)
         self._push(~pending)
-        self._ctrl[:] = self.default_pose + self.action_scale * actions
-        if self.randomizer is not None:
-            self._ctrl[:] += self.randomizer.pose_offset
+        self._apply_actions(actions)
         self._batch.step(~pending if pending.any() else None, nstep=self.n_substeps)
         reward, terminated, terms = self._after_physics(actions)
         self.steps += 1
@@ -276,15 +262,14 @@ class JoystickVectorEnv(VectorEnv):
         return obs, info
 
     def _reset_copies(self, copies: np.ndarray) -> None:
-        """Each copy's reset (the task's draws), then the fixed command, the randomization, the sensors."""
+        """Each copy's reset (the task's draws), then the randomization's, then the sensors."""
         self._batch.state[copies] = self._reset_row
         self.last_act[copies] = 0.0
         self.steps[copies] = 0
         self._autoreset[copies] = False
         for index in copies:
             self._reset_copy(index, self._rngs[index])
-        if self.fixed_command is not None:
-            self.command[copies] = self.fixed_command
+        self._after_resets(copies)
         if self.randomizer is not None:
             self.randomizer.draw(self._rngs, copies)
         self._batch.forward(copies)
@@ -294,7 +279,7 @@ class JoystickVectorEnv(VectorEnv):
 
     def _info(self, terms: Terms) -> dict[str, Any]:
         info = {f"reward_{name}": value for name, value in terms.items()}
-        info |= {"command": self.command.copy()} | self._extra_info()
+        info |= self._extra_info()
         return with_masks(info, self.num_envs)
 
     # -- state, to continue a run exactly (roboppo-zoo train --resume) ----------------------------
@@ -330,7 +315,8 @@ class JoystickVectorEnv(VectorEnv):
     # -- the rest of the VectorEnv API ------------------------------------------------------------
 
     def get_attr(self, name: str) -> tuple[Any, ...]:
-        """``name`` per copy: ``randomization`` (the drawn values, a dict per copy), ``command``, ``np_random``, ..."""
+        """``name`` per copy: ``randomization`` (the drawn values, a dict per copy), ``np_random``, ``command``
+        (joystick tasks), ..."""
         if name == "randomization":
             values = self.randomizer.attributes() if self.randomizer is not None else {}
             return tuple({key: value[i] for key, value in values.items()} for i in range(self.num_envs))
@@ -340,12 +326,6 @@ class JoystickVectorEnv(VectorEnv):
         if isinstance(value, np.ndarray) and value.shape[:1] == (self.num_envs,):
             return tuple(value.copy())
         return tuple(value for _ in range(self.num_envs))
-
-    def set_command(self, command: Any, copies: Any = None) -> None:
-        """Command ``(vx, vy, yaw_rate)`` (or one per copy, ``[copies, 3]``) for ``copies`` (all by default) from now
-        until the next resample (a joystick: build the env with ``command=`` to hold one for good)."""
-        rows = np.arange(self.num_envs) if copies is None else np.asarray(copies)
-        self.command[rows] = checked_command(command, self.name, rows=len(rows))
 
     def set_robot_state(self, qpos: Any, qvel: Any, copies: Any = None) -> dict[str, np.ndarray]:
         """Put ``copies`` (all by default) in the state ``qpos``, ``qvel`` (an episode's start taken from elsewhere:
@@ -357,40 +337,21 @@ class JoystickVectorEnv(VectorEnv):
         return self._observe()
 
     def render(self) -> tuple[np.ndarray, ...] | None:  # type: ignore[override]
-        """One frame per copy (``render_mode="rgb_array"``), from a camera tracking the torso, with the commanded
-        and the achieved velocity written in its corner (what ``roboppo-zoo record`` and ``enjoy`` show)."""
+        """One frame per copy (``render_mode="rgb_array"``), with what the task writes on it (what ``roboppo-zoo
+        record`` and ``enjoy`` show)."""
         if self.render_mode is None:
             return None
         if self._renderer is None:
             self._renderer = mujoco.Renderer(self.model, 480, 640)
             self._frame_data = mujoco.MjData(self.model)
-            self._camera = mujoco.MjvCamera()
-            self._camera.type, self._camera.trackbodyid = mujoco.mjtCamera.mjCAMERA_TRACKING, self.torso_id
-            self._camera.distance, self._camera.elevation, self._camera.azimuth = 1.5, -20.0, 120.0
+            self._camera_view = self._camera()
         frames = []
         for index in range(self.num_envs):
             self._batch.get_data(index, self._frame_data)
             mujoco.mj_forward(self.model, self._frame_data)
-            self._renderer.update_scene(self._frame_data, self._camera)
+            self._renderer.update_scene(self._frame_data, self._camera_view)
             frames.append(self._captioned(self._renderer.render(), index))
         return tuple(frames)
-
-    def _captioned(self, frame: np.ndarray, index: int) -> np.ndarray:
-        """``frame`` with copy ``index``'s command and its achieved (local) velocity and yaw rate written on it."""
-        from PIL import Image, ImageDraw
-
-        vx, vy, wz = self.command[index]
-        achieved = self._read("local_linvel")[index]
-        yaw_rate = self._read("gyro")[index, 2]
-        image = Image.fromarray(frame)
-        draw = ImageDraw.Draw(image)
-        draw.text((8, 8), f"command   vx {vx:+.2f}  vy {vy:+.2f} m/s  yaw {wz:+.2f} rad/s", fill=(200, 0, 0))
-        draw.text(
-            (8, 24),
-            f"achieved  vx {achieved[0]:+.2f}  vy {achieved[1]:+.2f} m/s  yaw {yaw_rate:+.2f} rad/s",
-            fill=(0, 0, 0),
-        )
-        return np.asarray(image)
 
     def close(self, **kwargs: Any) -> None:
         if self.closed or "_batch" not in vars(self):  # closed, or never built (a constructor that raised)
@@ -423,31 +384,3 @@ class JoystickVectorEnv(VectorEnv):
             raise ValueError(f"{self.name}: actions contain NaN or inf (copies {np.flatnonzero(bad).tolist()}).")
         actions[ignore] = 0.0
         return actions
-
-
-def yawed(qpos: np.ndarray, yaw: float) -> np.ndarray:
-    """``qpos`` with its free joint's orientation turned by ``yaw`` about the vertical (``quat * yaw_quat``)."""
-    turned = np.empty(4)
-    mujoco.mju_mulQuat(turned, qpos[3:7].copy(), np.array([np.cos(yaw / 2), 0.0, 0.0, np.sin(yaw / 2)]))
-    qpos = qpos.copy()
-    qpos[3:7] = turned
-    return qpos
-
-
-def checked_noise(noise_level: float, env: str) -> float:
-    level = float(noise_level)
-    if not np.isfinite(level) or level < 0:
-        raise ValueError(
-            f"{env}: noise_level must be a finite number >= 0 (0: no noise, 1: Playground's), got {noise_level!r}."
-        )
-    return level
-
-
-def checked_command(command: Any, env: str, rows: int = 1) -> np.ndarray:
-    """``command`` as ``(vx, vy, yaw_rate)``, or ``[rows, 3]`` of them, checked."""
-    values = np.asarray(command, dtype=np.float64)
-    if values.shape not in ((3,), (rows, 3)) or not np.isfinite(values).all():
-        raise ValueError(
-            f"{env}: a command is (vx m/s, vy m/s, yaw rate rad/s), three finite numbers; got {command!r}."
-        )
-    return values

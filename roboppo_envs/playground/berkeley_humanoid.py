@@ -29,7 +29,8 @@ from gymnasium.vector import VectorEnv
 
 from roboppo_envs import randomize as dr
 from roboppo_envs.kit import checked_kit, with_kit
-from roboppo_envs.playground.base import JoystickVectorEnv, Terms, yawed
+from roboppo_envs.playground.base import Terms
+from roboppo_envs.playground.joystick import JoystickVectorEnv, yawed
 from roboppo_envs.pushes import checked_pushes
 
 FEET = ("l_foot", "r_foot")
@@ -84,7 +85,7 @@ class BerkeleyHumanoidJoystickVectorEnv(JoystickVectorEnv):
     terrain_xml = {"flat": "scene_mjx_feetonly_flat_terrain.xml", "rough": "scene_mjx_feetonly_rough_terrain.xml"}
     torso = "torso"
     sim_dt = 0.002
-    obs_dims = (52, 114)
+    obs_dims = {"state": 52, "privileged_state": 114}
     reward_scales = REWARD_SCALES
     default_randomization = HUMANOID_RANDOMIZATION
     episode_arrays = (
@@ -98,7 +99,7 @@ class BerkeleyHumanoidJoystickVectorEnv(JoystickVectorEnv):
     command_range = 1.0  # each axis uniform in +-1
     pose_weights = np.array([1.0, 1.0, 0.01, 0.01, 1.0, 1.0] * 2)
 
-    def _setup_task(self, pushes: bool | Mapping[str, Any]) -> None:
+    def _setup_robot(self, pushes: bool | Mapping[str, Any]) -> None:
         model, n = self.model, self.num_envs
         lowers, uppers = model.jnt_range[1:].T
         centre, half = (lowers + uppers) / 2, (uppers - lowers) / 2 * self.soft_joint_pos_limit_factor

@@ -31,7 +31,8 @@ from gymnasium.vector import VectorEnv
 
 from roboppo_envs import randomize as dr
 from roboppo_envs.kit import checked_kit, with_kit
-from roboppo_envs.playground.base import JoystickVectorEnv, Terms, yawed
+from roboppo_envs.playground.base import Terms
+from roboppo_envs.playground.joystick import JoystickVectorEnv, yawed
 from roboppo_envs.pushes import PUSHES, Kicks, checked_pushes
 
 TERRAIN_XML = {
@@ -88,7 +89,7 @@ class Go1JoystickVectorEnv(JoystickVectorEnv):
     terrain_xml = TERRAIN_XML
     torso = "trunk"
     sim_dt = 0.004
-    obs_dims = (48, 123)
+    obs_dims = {"state": 48, "privileged_state": 123}
     reward_scales = REWARD_SCALES
     default_randomization = GO1_RANDOMIZATION
     episode_arrays = (
@@ -109,7 +110,7 @@ class Go1JoystickVectorEnv(JoystickVectorEnv):
         model.actuator_biasprm[:, 1] = -self.kp
         return model
 
-    def _setup_task(self, pushes: bool | Mapping[str, Any]) -> None:
+    def _setup_robot(self, pushes: bool | Mapping[str, Any]) -> None:
         model, n = self.model, self.num_envs
         lowers, uppers = model.jnt_range[1:].T
         self.soft_lowers = lowers * self.soft_joint_pos_limit_factor
@@ -244,7 +245,7 @@ class Go1JoystickVectorEnv(JoystickVectorEnv):
         return {"state": state, "privileged_state": privileged}
 
     def _extra_info(self) -> Terms:
-        return {"steps_until_next_cmd": self.steps_until_next_cmd.copy()}
+        return super()._extra_info() | {"steps_until_next_cmd": self.steps_until_next_cmd.copy()}
 
     def get_state(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
         arrays, meta = super().get_state()

@@ -11,9 +11,9 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from roboppo_envs.playground.base import JoystickVectorEnv
 from roboppo_envs.playground.berkeley_humanoid import BerkeleyHumanoidJoystickVectorEnv
 from roboppo_envs.playground.go1 import Go1JoystickVectorEnv
+from roboppo_envs.playground.joystick import JoystickVectorEnv
 
 
 class PlaygroundEnv(gym.Env):

@@ -25,9 +25,9 @@ import numpy as np
 import pytest
 
 import roboppo_envs
-from roboppo_envs.playground.base import JoystickVectorEnv
 from roboppo_envs.playground.berkeley_humanoid import BerkeleyHumanoidJoystickVectorEnv
 from roboppo_envs.playground.go1 import Go1JoystickVectorEnv
+from roboppo_envs.playground.joystick import JoystickVectorEnv
 from tests.env.envpool_draws import berkeley_reset, go1_reset
 
 envpool = pytest.importorskip("envpool")
