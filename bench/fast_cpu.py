@@ -20,7 +20,7 @@ Tables (16 envs, 2 env threads, torch on one thread in every system):
 ``--suite`` makes table 1 alone for the eleven ``roboppo/<Name>-v5`` envs against EnvPool's ``<Name>-v5``
 (Humanoid, Ant and HumanoidStandup include roboppo's contact forces, ``mj_rnePostConstraint`` per copy);
 ``--policy MODEL`` drives one of them with a trained model instead of random actions; ``--robots`` makes it for
-MuJoCo Playground's Go1 tasks against EnvPool's port:
+MuJoCo Playground's robot tasks against EnvPool's port:
 
     python bench/fast_cpu.py --suite --repeats 3 --out bench/results/suite_env_speed.md
     python bench/fast_cpu.py --suite --envs roboppo/Humanoid-v5 --policy RUN/model.zip --repeats 3
@@ -60,7 +60,12 @@ TWINS = {"RoboHopper-v0": "Hopper-v5", "RoboInvertedDoublePendulum-v0": "Inverte
 #: MuJoCo Playground's robots and EnvPool's port of each (no Gymnasium twin: that column shows "-")
 ROBOTS = {
     f"roboppo/{name}-v1": f"MuJoCoPlayground/{name}-v1"
-    for name in ("Go1JoystickFlatTerrain", "Go1JoystickRoughTerrain", "BerkeleyHumanoidJoystickFlatTerrain")
+    for name in (
+        "Go1JoystickFlatTerrain",
+        "Go1JoystickRoughTerrain",
+        "BerkeleyHumanoidJoystickFlatTerrain",
+        "PandaPickCube",
+    )
 }
 TWINS |= ROBOTS
 PPO_SYSTEMS = ("roboppo", "roboppo-torch", "sbx", "sb3")

@@ -21,8 +21,8 @@ id                                        Brax env (default backend       max st
 ``RoboBraxInvertedPendulum-v0``           ``inverted_pendulum``           1000
 ========================================  ==============================  ===========
 
-MuJoCo Playground's robots (observations are ``Dict`` spaces of ``state`` and ``privileged_state``; the
-models come from the ``robots`` extra):
+MuJoCo Playground's robots (observations are ``Dict`` spaces of ``state`` and, for the joystick tasks,
+``privileged_state``; the models come from the ``robots`` extra):
 
 ==========================================  ==================================================  =========
 id                                          equals (EnvPool's port of Playground)               max steps
@@ -30,6 +30,7 @@ id                                          equals (EnvPool's port of Playground
 ``roboppo/Go1JoystickFlatTerrain-v1``       ``MuJoCoPlayground/Go1JoystickFlatTerrain-v1``      1000
 ``roboppo/Go1JoystickRoughTerrain-v1``      ``MuJoCoPlayground/Go1JoystickRoughTerrain-v1``     1000
 ``roboppo/BerkeleyHumanoidJoystickFlat...`` ``MuJoCoPlayground/BerkeleyHumanoidJoystickFlat...`` 1000
+``roboppo/PandaPickCube-v1``                ``MuJoCoPlayground/PandaPickCube-v1``               150
 ==========================================  ==================================================  =========
 
 ``RoboHopper-v0`` is MuJoCo's Hopper (Gymnasium v5 physics); ``RoboBraxHopper-v0`` is Brax's
@@ -94,12 +95,20 @@ PLAYGROUND_ENVS: dict[str, dict[str, str]] = {
     "roboppo/Go1JoystickFlatTerrain-v1": {"terrain": "flat"},
     "roboppo/Go1JoystickRoughTerrain-v1": {"terrain": "rough"},
     "roboppo/BerkeleyHumanoidJoystickFlatTerrain-v1": {"terrain": "flat"},
+    "roboppo/PandaPickCube-v1": {},
 }
-#: the module of each Playground robot's batched env (its ``make_vector``) and single env
-PLAYGROUND_MODULES = {
-    "Go1": "roboppo_envs.playground.go1",
-    "BerkeleyHumanoid": "roboppo_envs.playground.berkeley_humanoid",
+#: each Playground robot: the module of its batched env (its ``make_vector``), its single env, its episode length
+PLAYGROUND_ROBOTS: dict[str, tuple[str, str, int]] = {
+    "Go1": ("roboppo_envs.playground.go1", "Go1JoystickEnv", 1000),
+    "BerkeleyHumanoid": ("roboppo_envs.playground.berkeley_humanoid", "BerkeleyHumanoidJoystickEnv", 1000),
+    "Panda": ("roboppo_envs.playground.panda", "PandaPickCubeEnv", 150),
 }
+
+
+def playground_robot(env_id: str) -> str:
+    """The robot of a Playground id (``Go1`` for ``roboppo/Go1JoystickFlatTerrain-v1``)."""
+    name = env_id.removeprefix("roboppo/")
+    return next(robot for robot in PLAYGROUND_ROBOTS if name.startswith(robot))
 
 
 # observation and action dims of the Brax robots, so that listing them needs neither JAX nor a compilation
@@ -130,13 +139,13 @@ def register_envs() -> None:
         if env_id not in gym.registry:
             gym.register(id=env_id, max_episode_steps=1000, **spec)  # type: ignore[arg-type]
     for env_id, kwargs in PLAYGROUND_ENVS.items():
-        robot = env_id.removeprefix("roboppo/").split("Joystick")[0]
+        module, single_env, episode_length = PLAYGROUND_ROBOTS[playground_robot(env_id)]
         if env_id not in gym.registry:
             gym.register(
                 id=env_id,
-                entry_point=f"roboppo_envs.playground.single_env:{robot}JoystickEnv",
-                vector_entry_point=f"{PLAYGROUND_MODULES[robot]}:make_vector",
-                max_episode_steps=1000,
+                entry_point=f"roboppo_envs.playground.single_env:{single_env}",
+                vector_entry_point=f"{module}:make_vector",
+                max_episode_steps=episode_length,
                 kwargs=kwargs,
             )
     for env_id, brax_name in BRAX_ENVS.items():
@@ -197,12 +206,14 @@ register_envs()
 __all__ = [
     "BRAX_ENVS",
     "PLAYGROUND_ENVS",
+    "PLAYGROUND_ROBOTS",
     "ROBO_ENVS",
     "SUITE_NAMES",
     "gymnasium_twin",
     "has_vector_env",
     "is_brax_id",
     "playground_ids",
+    "playground_robot",
     "playground_twin",
     "register_envs",
     "registered_ids",

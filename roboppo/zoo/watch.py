@@ -137,16 +137,15 @@ def list_robots() -> None:
     from roboppo_envs.playground.go1 import GO1_RANDOMIZATION
     from roboppo_envs.pushes import PUSHES
 
-    print(
-        "\nrobots (MuJoCo Playground tasks, batched on MuJoCo's threads; observations: Dict of state, privileged_state)"
-    )
+    print("\nrobots (Playground tasks, batched on MuJoCo's threads; observations: Dict of state[/privileged_state])")
     print(f"{'id':48s} {'physics':8s} {'equals (EnvPool port)':56s} {'obs':>8s} {'action':>12s}  needs")
     for env_id in roboppo_envs.playground_ids():
         twin = roboppo_envs.playground_twin(env_id) or "-"
         env = gym.make(env_id)
         obs_space, act_space = env.observation_space, env.action_space
         assert isinstance(obs_space, spaces.Dict) and isinstance(act_space, spaces.Box)
-        dims = "/".join(str(obs_space[key].shape[0]) for key in ("state", "privileged_state"))  # type: ignore[index]
+        keys = sorted(obs_space.spaces, key=lambda key: key != "state")  # state first
+        dims = "/".join(str(obs_space[key].shape[0]) for key in keys)  # type: ignore[index]
         actions = f"{act_space.shape[0]} in [-1, 1]"
         env.close()
         print(f"{env_id:48s} {'MuJoCo':8s} {twin:56s} {dims:>8s} {actions:>12s}  robots")
@@ -155,7 +154,7 @@ def list_robots() -> None:
     )
     for key, ((low, high), _) in GO1_RANDOMIZATION.items():
         print(f"  {key:22s} U({low:g}, {high:g})")
-    print("  kp_scale, kd_scale, motor_strength: off unless given")
+    print("  kp_scale, kd_scale, motor_strength: off unless given (the Panda's defaults: docs/robots.md)")
     kicks = ", ".join(f"{key} {low:g}-{high:g}" for key, (low, high) in PUSHES.items())
     print(
         f"pushes=True|{{...}}: Playground's velocity kicks ({kicks}); noise_level=1.0 (0: none); command=(vx, vy, yaw)"

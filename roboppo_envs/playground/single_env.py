@@ -1,7 +1,7 @@
 """One copy of a batched robot task behind ``gym.Env``: what ``gym.make("roboppo/Go1JoystickFlatTerrain-v1")`` returns.
 
 It steps a one-copy vector env on the calling thread without its autoreset; ``gym.make`` adds the
-``TimeLimit`` (1,000 steps) as for any registered env.
+``TimeLimit`` (the task's episode length) as for any registered env.
 """
 
 from __future__ import annotations
@@ -11,16 +11,18 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from roboppo_envs.playground.base import PlaygroundVectorEnv
 from roboppo_envs.playground.berkeley_humanoid import BerkeleyHumanoidJoystickVectorEnv
 from roboppo_envs.playground.go1 import Go1JoystickVectorEnv
 from roboppo_envs.playground.joystick import JoystickVectorEnv
+from roboppo_envs.playground.panda import PandaPickCubeVectorEnv
 
 
 class PlaygroundEnv(gym.Env):
-    """One robot tracking joystick commands (keywords: :class:`~roboppo_envs.playground.base.JoystickVectorEnv`)."""
+    """One robot of a Playground task (keywords: its vector env's)."""
 
     metadata: dict[str, Any] = {"render_modes": ["rgb_array"], "render_fps": 50}
-    vector_class: type[JoystickVectorEnv]
+    vector_class: type[PlaygroundVectorEnv]
 
     def __init__(self, render_mode: str | None = None, **kwargs: Any) -> None:
         kwargs.pop("max_episode_steps", None)  # the TimeLimit's, as gym.make reads it
@@ -41,14 +43,6 @@ class PlaygroundEnv(gym.Env):
         obs, reward, terminated, _, info = self.vector.step(np.asarray(action)[None])
         return _first(obs), float(reward[0]), bool(terminated[0]), False, _first(info)
 
-    def set_command(self, command: Any) -> None:
-        """Command ``(vx, vy, yaw_rate)`` until the next resample."""
-        self.vector.set_command(command)
-
-    @property
-    def command(self) -> np.ndarray:
-        return self.vector.command[0].copy()
-
     def render(self) -> Any:
         frames = self.vector.render()
         return None if frames is None else frames[0]
@@ -62,13 +56,33 @@ def _first(values: dict[str, Any]) -> dict[str, Any]:
     return {key: np.asarray(value)[0] for key, value in values.items() if not key.startswith("_")}
 
 
-class Go1JoystickEnv(PlaygroundEnv):
+class JoystickEnv(PlaygroundEnv):
+    """One robot tracking joystick commands (keywords: :class:`~roboppo_envs.playground.joystick.JoystickVectorEnv`)."""
+
+    vector: JoystickVectorEnv
+
+    def set_command(self, command: Any) -> None:
+        """Command ``(vx, vy, yaw_rate)`` until the next resample."""
+        self.vector.set_command(command)
+
+    @property
+    def command(self) -> np.ndarray:
+        return self.vector.command[0].copy()
+
+
+class Go1JoystickEnv(JoystickEnv):
     """One Go1 (``gym.make("roboppo/Go1JoystickFlatTerrain-v1")``)."""
 
     vector_class = Go1JoystickVectorEnv
 
 
-class BerkeleyHumanoidJoystickEnv(PlaygroundEnv):
+class BerkeleyHumanoidJoystickEnv(JoystickEnv):
     """One Berkeley Humanoid (``gym.make("roboppo/BerkeleyHumanoidJoystickFlatTerrain-v1")``)."""
 
     vector_class = BerkeleyHumanoidJoystickVectorEnv
+
+
+class PandaPickCubeEnv(PlaygroundEnv):
+    """One Panda arm lifting a cube (``gym.make("roboppo/PandaPickCube-v1")``)."""
+
+    vector_class = PandaPickCubeVectorEnv

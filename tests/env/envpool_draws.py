@@ -66,3 +66,13 @@ def berkeley_reset(seed: int, home_qpos: np.ndarray, nv: int) -> tuple[np.ndarra
     if rng.canonical() < 0.1:
         command[:] = 0.0
     return qpos, qvel, command, phase_dt
+
+
+def panda_reset(seed: int, home_qpos: np.ndarray, box_qpos: int) -> tuple[np.ndarray, np.ndarray]:
+    """EnvPool's PandaPickCube reset for an env seeded ``seed``: ``qpos`` (the cube moved) and the target."""
+    rng = StdMt19937(seed)
+    box_x, target_x, box_y, target_y = (rng.uniform(-0.2, 0.2) for _ in range(4))
+    qpos = home_qpos.copy()
+    qpos[box_qpos : box_qpos + 2] += (box_x, box_y)
+    target = home_qpos[box_qpos : box_qpos + 3] + np.array([target_x, target_y, rng.uniform(0.2, 0.4)])
+    return qpos, target

@@ -25,10 +25,12 @@ import numpy as np
 import pytest
 
 import roboppo_envs
+from roboppo_envs.playground.base import PlaygroundVectorEnv
 from roboppo_envs.playground.berkeley_humanoid import BerkeleyHumanoidJoystickVectorEnv
 from roboppo_envs.playground.go1 import Go1JoystickVectorEnv
 from roboppo_envs.playground.joystick import JoystickVectorEnv
-from tests.env.envpool_draws import berkeley_reset, go1_reset
+from roboppo_envs.playground.panda import PandaPickCubeVectorEnv
+from tests.env.envpool_draws import berkeley_reset, go1_reset, panda_reset
 
 envpool = pytest.importorskip("envpool")
 
@@ -38,11 +40,13 @@ TOLERANCE = 1e-6
 PARTED = 1e-4  # the humanoid's physics has parted from EnvPool's
 #: each task: its env, its keywords, EnvPool's keywords that switch its draws after the reset off, the actions'
 #: amplitude (the humanoid's smaller: see the module's docstring), and whether its physics may part from EnvPool's
-HUMANOID = ({"terrain": "flat", "pushes": False}, {"push_enable": False})
+QUIET = {"noise_level": 0.0}  # the joystick tasks' observation noise off, in both
+HUMANOID = ({"terrain": "flat", "pushes": False, **QUIET}, {"push_enable": False, **QUIET})
 TASKS = {
-    "Go1JoystickFlatTerrain": (Go1JoystickVectorEnv, {"terrain": "flat"}, {}, 0.4, False),
-    "Go1JoystickRoughTerrain": (Go1JoystickVectorEnv, {"terrain": "rough"}, {}, 0.4, False),
+    "Go1JoystickFlatTerrain": (Go1JoystickVectorEnv, {"terrain": "flat", **QUIET}, QUIET, 0.4, False),
+    "Go1JoystickRoughTerrain": (Go1JoystickVectorEnv, {"terrain": "rough", **QUIET}, QUIET, 0.4, False),
     "BerkeleyHumanoidJoystickFlatTerrain": (BerkeleyHumanoidJoystickVectorEnv, *HUMANOID, 0.1, True),
+    "PandaPickCube": (PandaPickCubeVectorEnv, {}, {}, 1.0, False),  # the arm's draws are all at the reset
 }
 
 
@@ -56,9 +60,15 @@ def envpool_env(task: str, num_envs: int, seed: int, **kwargs: object) -> object
     return envpool.make_gymnasium(f"MuJoCoPlayground/{task}-v1", num_envs=num_envs, num_threads=1, seed=seed, **kwargs)
 
 
-def start_as_envpool(ours: JoystickVectorEnv, their_info: dict, seed: int) -> dict[str, np.ndarray]:
+def start_as_envpool(ours: PlaygroundVectorEnv, their_info: dict, seed: int) -> dict[str, np.ndarray]:
     """Put ``ours`` where EnvPool's envs seeded ``seed + i`` start (their initial states, commands and clocks)."""
     n = ours.num_envs
+    if isinstance(ours, PandaPickCubeVectorEnv):
+        starts = [panda_reset(seed + i, ours.init_qpos, ours.box_qpos) for i in range(n)]
+        qpos, target = (np.array(values) for values in zip(*starts, strict=True))
+        ours.set_robot_state(qpos, np.zeros((n, ours.model.nv)))
+        return ours.set_target(target)
+    assert isinstance(ours, JoystickVectorEnv)
     if isinstance(ours, Go1JoystickVectorEnv):
         starts = [go1_reset(seed + i, ours.init_qpos, ours.model.nv) for i in range(n)]
         qpos, qvel, command, countdown = (np.array(values) for values in zip(*starts, strict=True))
@@ -79,10 +89,10 @@ def start_as_envpool(ours: JoystickVectorEnv, their_info: dict, seed: int) -> di
 def test_steps_as_envpools_port(task: str) -> None:
     env_class, kwargs, theirs_kwargs, amplitude, may_part = TASKS[task]
     n = 8  # the humanoid falls within 35 to 80 steps even without actions: some copies last the 55
-    ours = env_class(n, noise_level=0.0, max_episode_steps=STEPS, num_threads=1, **kwargs)
+    ours = env_class(n, max_episode_steps=STEPS, num_threads=1, **kwargs)
     seed = first_lasting_seed(ours.init_qpos, n) if env_class is Go1JoystickVectorEnv else 0
-    theirs = envpool_env(task, n, seed, noise_level=0.0, max_episode_steps=STEPS, **theirs_kwargs)
-    their_obs, their_info = theirs.reset()
+    theirs = envpool_env(task, n, seed, max_episode_steps=STEPS, **theirs_kwargs)
+    their_obs, their_info = as_dict(*theirs.reset())
     ours.reset(seed=123)
     obs = start_as_envpool(ours, their_info, seed)
     for key in obs:
@@ -91,8 +101,9 @@ def test_steps_as_envpools_port(task: str) -> None:
     alive = np.ones(n, dtype=bool)  # a copy that ended resets from different draws: compared up to its end
     compared, parted = np.zeros(n, dtype=int), np.zeros(n, dtype=bool)
     for step in range(STEPS):
-        actions = rng.uniform(-amplitude, amplitude, size=(n, 12))
+        actions = rng.uniform(-amplitude, amplitude, size=(n, ours.model.nu))
         their_obs, their_reward, their_term, their_trunc, their_info = theirs.step(actions)
+        their_obs = as_dict(their_obs, their_info)[0]
         obs, reward, terminated, truncated, info = ours.step(actions)
         where = f"step {step + 1}"
         if may_part:  # the humanoid: a copy whose physics parted from EnvPool's is compared no further
@@ -118,13 +129,18 @@ def test_steps_as_envpools_port(task: str) -> None:
     assert parted.mean() <= 0.5  # at least half the copies agree to their end (a fall or the 55th step)
 
 
-def rollout_means(env: object, seed: int, num_envs: int, steps: int, terms: dict) -> dict[str, np.ndarray]:
+def as_dict(obs: object, info: dict) -> tuple[dict[str, np.ndarray], dict]:
+    """EnvPool's observations as a ``Dict``'s (its Panda returns the ``state`` array alone)."""
+    return (obs if isinstance(obs, dict) else {"state": obs}), info
+
+
+def rollout_means(env: object, seed: int, num_envs: int, steps: int, terms: dict, nu: int) -> dict[str, np.ndarray]:
     """Each copy's mean of every reward term, the reward and terminations over random actions."""
     rng = np.random.default_rng(seed)
-    env.reset(seed=seed) if isinstance(env, JoystickVectorEnv) else env.reset()  # type: ignore[attr-defined]
+    env.reset(seed=seed) if isinstance(env, PlaygroundVectorEnv) else env.reset()  # type: ignore[attr-defined]
     sums = {key: np.zeros(num_envs) for key in [*terms, "reward", "terminated"]}
     for _ in range(steps):
-        _, reward, terminated, _, info = env.step(rng.uniform(-1, 1, size=(num_envs, 12)))  # type: ignore[attr-defined]
+        _, reward, terminated, _, info = env.step(rng.uniform(-1, 1, size=(num_envs, nu)))  # type: ignore[attr-defined]
         for term in terms:
             sums[term] += info[f"reward_{term}"]
         sums["reward"] += reward
@@ -132,13 +148,19 @@ def rollout_means(env: object, seed: int, num_envs: int, steps: int, terms: dict
     return {key: value / steps for key, value in sums.items()}
 
 
-@pytest.mark.parametrize("task", ["Go1JoystickFlatTerrain", "BerkeleyHumanoidJoystickFlatTerrain"])
-def test_agrees_in_distribution_with_envpools_port(task: str) -> None:
+@pytest.mark.parametrize(
+    ("task", "falls"),
+    [("Go1JoystickFlatTerrain", True), ("BerkeleyHumanoidJoystickFlatTerrain", True), ("PandaPickCube", False)],
+)
+def test_agrees_in_distribution_with_envpools_port(task: str, falls: bool) -> None:
     env_class = TASKS[task][0]
     n, steps, terms = 32, 500, env_class.reward_scales
-    theirs = rollout_means(envpool_env(task, n, seed=5), 5, n, steps, terms)  # the humanoid's pushes on in both
-    ours = rollout_means(env_class(n, num_threads=2), 5, n, steps, terms)
-    assert theirs["terminated"].mean() > 0.002  # random actions make it fall: the rate is compared
+    ours_env = env_class(n, num_threads=2)
+    nu = ours_env.model.nu
+    theirs = rollout_means(envpool_env(task, n, seed=5), 5, n, steps, terms, nu)  # the humanoid's pushes on in both
+    ours = rollout_means(ours_env, 5, n, steps, terms, nu)
+    if falls:  # random actions make the robots fall: the rate is compared (the Panda's cube stays in its box)
+        assert theirs["terminated"].mean() > 0.002
     for key in theirs:
         se = np.sqrt(theirs[key].var(ddof=1) / n + ours[key].var(ddof=1) / n)
         gap = abs(theirs[key].mean() - ours[key].mean())
@@ -150,6 +172,7 @@ def test_registered_ids_make_the_task() -> None:
         "roboppo/BerkeleyHumanoidJoystickFlatTerrain-v1",
         "roboppo/Go1JoystickFlatTerrain-v1",
         "roboppo/Go1JoystickRoughTerrain-v1",
+        "roboppo/PandaPickCube-v1",
     ]
     humanoid = gym.make("roboppo/BerkeleyHumanoidJoystickFlatTerrain-v1")
     assert humanoid.observation_space["state"].shape == (52,) and humanoid.reset(seed=0)[0]["state"].shape == (52,)

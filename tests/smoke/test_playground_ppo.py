@@ -43,3 +43,22 @@ def test_ppo_splits_a_dict_env_by_its_keys() -> None:
     assert model.policy.mlp_extractor.policy_net[0].in_features == 48
     with pytest.raises(ValueError, match="critic_keys \\['privileged'\\] are not keys of the observation"):
         PPO("MultiInputPolicy", "roboppo/Go1JoystickFlatTerrain-v1", policy_kwargs={"critic_keys": ["privileged"]})
+
+
+def test_ppo_trains_on_the_panda_with_randomization_and_history() -> None:
+    model = PPO(
+        "MultiInputPolicy",
+        "roboppo/PandaPickCube-v1",
+        n_envs=4,
+        n_steps=64,
+        batch_size=128,
+        n_epochs=1,
+        seed=0,
+        env_kwargs={"randomize": True, "history": 2},
+    )
+    assert model.observation_space.shape == (2 * 66,)  # two frames of the state
+    model.learn(768)
+    assert model.num_timesteps == 768 and np.isfinite(model.rollout_buffer.rewards).all()
+    assert model.ep_info_buffer and all(info["l"] == 150 for info in model.ep_info_buffer)  # 150-step episodes
+    action, _ = model.predict(model.get_env().reset(), deterministic=True)
+    assert action.shape == (4, 8) and np.abs(action).max() <= 1.0
