@@ -71,6 +71,8 @@ class ZooEntry:
     device: str = "cpu"
     source: str = ""
     values: dict[str, Any] = dataclasses.field(default_factory=dict)
+    #: the env's keywords the entry trains with (``env_kwargs:``; a user's keywords update them)
+    env_kwargs: dict[str, Any] = dataclasses.field(default_factory=dict)
 
 
 def default_hparams_file(algo: str = "ppo") -> pathlib.Path:
@@ -101,7 +103,7 @@ def load_ppo_hparams(
     for name, layer in layers:
         merged.update(_layer_values(layer, kind, f"{file} [{name}]"))
     for key, value in (overrides or {}).items():
-        if key == "policy_kwargs" and isinstance(value, dict) and isinstance(merged.get(key), dict):
+        if key in ("policy_kwargs", "env_kwargs") and isinstance(value, dict) and isinstance(merged.get(key), dict):
             merged[key] = {**merged[key], **value}
         else:
             merged[key] = value
@@ -110,12 +112,13 @@ def load_ppo_hparams(
     settings = _ppo_settings(merged, where)
     n_timesteps = int(settings.pop("n_timesteps", 1_000_000))
     n_envs = int(settings.pop("n_envs", 1))
+    env_kwargs = dict(settings.pop("env_kwargs", None) or {})
     check_rollout(int(settings.get("n_steps", 2048)), n_envs, where)
     name = layers[-1][0] if layers else "default"
     source = f"{_shown(file, path)} [{name}] for {kind} ({why})" + ("" if name == env_id else f"; no {env_id} entry")
     if overrides:
         source += f"; overridden: {', '.join(sorted(overrides))}"
-    return ZooEntry(env_id, n_timesteps, n_envs, settings, kind, source, values)
+    return ZooEntry(env_id, n_timesteps, n_envs, settings, kind, source, values, env_kwargs)
 
 
 def zoo_device(env_id: str, device: str = "auto") -> tuple[str, str]:

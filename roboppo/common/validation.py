@@ -29,7 +29,9 @@ NOT_SETTINGS = {
     "hyperparams", "env_kwargs", "_init_setup_model", "rollout_buffer_class",
     "observation_space", "action_space", "lr_schedule", "features_extractor_class", "optimizer_class",
 }  # fmt: skip
-ZOO_KEYS: dict[str, tuple[type, ...]] = {"n_timesteps": (int, float)}  # the budget, read by the zoo, not by PPO
+#: read by the zoo, not by PPO's algorithm: the budget, and the env's keywords (the sim-to-real kit: randomize, pushes,
+#: action_latency, history, noise_level, ...), under which the entry's numbers were measured
+ZOO_KEYS: dict[str, tuple[type, ...]] = {"n_timesteps": (int, float), "env_kwargs": (dict, type(None))}
 OFF = "off"
 
 

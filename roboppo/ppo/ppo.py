@@ -180,6 +180,8 @@ class PPO(SB3PPO):
         self.hyperparams_source = "not recorded" if loading else SB3_SOURCE if entry is None else entry.source
         self.hyperparams = {} if entry is None else {key: entry.values.get(key, taken[key]) for key in taken}
         self.default_total_timesteps = None if entry is None else entry.n_timesteps
+        if isinstance(env, str) and entry is not None and entry.env_kwargs:  # the entry's env, the user's keys win
+            env_kwargs = {**entry.env_kwargs, **(env_kwargs or {})}
         if isinstance(env, str):
             given["env"] = make_env_from_id(
                 env, n_envs=1 if n_envs is None else n_envs, seed=given.get("seed"), env_kwargs=env_kwargs

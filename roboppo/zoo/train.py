@@ -33,6 +33,7 @@ from roboppo.common.training_state import (
     state_path,
 )
 from roboppo.common.validation import OFF, check_rollout
+from roboppo.common.vec_env import FlattenDictVecEnv
 from roboppo.ppo import PPO
 from roboppo.zoo.runs import (
     CHECKPOINTS,
@@ -105,7 +106,7 @@ def train(args: argparse.Namespace) -> int:
         "save_freq": settings["save_freq"],
         "hparams_file": None if args.hparams is None else str(args.hparams),
         "overrides": overrides,
-        "env_kwargs": env_kwargs_given or None,
+        "env_kwargs": {**entry.env_kwargs, **env_kwargs_given} or None,  # the entry's, updated by --env-kwargs
         "tensorboard_log": None if args.tensorboard_log is None else str(args.tensorboard_log),
     }
     env_kwargs = apply_threads(config)
@@ -310,6 +311,8 @@ def _evaluation(model: PPO, run_dir: pathlib.Path, config: dict[str, Any]) -> Ev
     eval_env = make_env_from_id(
         config["env"], n_envs=1, seed=config["seed"] + 10_000, env_kwargs=config.get("env_kwargs")
     )
+    if model.dict_observation_space is not None:  # flattened as the training env is
+        eval_env = FlattenDictVecEnv(eval_env)
     evaluation = EvalCallback(
         eval_env, n_eval_episodes=config["eval_episodes"], eval_freq=max(config["eval_freq"] // model.n_envs, 1),
         best_model_save_path=str(run_dir), log_path=str(run_dir), verbose=1,

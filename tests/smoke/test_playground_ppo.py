@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import pathlib
+
 import numpy as np
 import pytest
 
 from roboppo import PPO
+from roboppo.common.hparams import load_ppo_hparams
 
 
 def test_ppo_trains_on_go1_with_the_kit_on() -> None:
@@ -62,3 +65,20 @@ def test_ppo_trains_on_the_panda_with_randomization_and_history() -> None:
     assert model.ep_info_buffer and all(info["l"] == 150 for info in model.ep_info_buffer)  # 150-step episodes
     action, _ = model.predict(model.get_env().reset(), deterministic=True)
     assert action.shape == (4, 8) and np.abs(action).max() <= 1.0
+
+
+def test_a_zoo_entry_sets_the_kit_and_a_users_env_kwargs_update_it(tmp_path: pathlib.Path) -> None:
+    path = tmp_path / "ppo.yml"
+    path.write_text(
+        "roboppo/Go1JoystickFlatTerrain-v1:\n  n_envs: 2\n  n_steps: 16\n  batch_size: 32\n"
+        "  env_kwargs: {randomize: true, noise_level: 0.0}\n"
+    )
+    entry = load_ppo_hparams("roboppo/Go1JoystickFlatTerrain-v1", path)
+    model = PPO("MultiInputPolicy", "roboppo/Go1JoystickFlatTerrain-v1", hyperparams=entry, seed=0)
+    model.get_env().reset()
+    assert model.get_env().get_attr("randomization")[0]["floor_friction"] > 0  # the entry's randomization
+    assert model.get_env().get_attr("noise_level") == [0.0, 0.0]
+    mine = PPO(
+        "MultiInputPolicy", "roboppo/Go1JoystickFlatTerrain-v1", hyperparams=entry, env_kwargs={"randomize": False}
+    )
+    assert mine.get_env().get_attr("randomization")[0] == {} and mine.get_env().get_attr("noise_level")[0] == 0.0

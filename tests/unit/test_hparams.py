@@ -50,9 +50,19 @@ def test_default_is_merged_and_plain_scientific_numbers_parse(tmp_path: pathlib.
     assert entry.ppo_kwargs == {"gamma": 0.9, "learning_rate": 3.0e-4}
 
 
+def test_env_kwargs_are_the_entrys_env_and_overrides_update_them(tmp_path: pathlib.Path) -> None:
+    path = write(tmp_path, "MyEnv-v0:\n  gamma: 0.97\n  env_kwargs: {randomize: true, pushes: true}\n")
+    entry = load_ppo_hparams("MyEnv-v0", path)
+    assert entry.env_kwargs == {"randomize": True, "pushes": True} and "env_kwargs" not in entry.ppo_kwargs
+    changed = load_ppo_hparams("MyEnv-v0", path, overrides={"env_kwargs": {"pushes": False, "history": 3}})
+    assert changed.env_kwargs == {"randomize": True, "pushes": False, "history": 3}
+    assert load_ppo_hparams("MyEnv-v0", write(tmp_path, "MyEnv-v0:\n  gamma: 0.9\n")).env_kwargs == {}
+
+
 @pytest.mark.parametrize(
     ("text", "message"),
     [
+        ("MyEnv-v0:\n  env_kwargs: [randomize]\n", r"key 'env_kwargs' must be dict"),
         ("MyEnv-v0:\n  n_step: 64\n", r"\[MyEnv-v0\]: unknown key 'n_step'"),
         ("MyEnv-v0:\n  n_steps: lots\n", r"\[MyEnv-v0\]: key 'n_steps' must be int"),
         ("MyEnv-v0:\n  normalize_advantage: 1\n", r"key 'normalize_advantage' must be bool"),
