@@ -2,7 +2,7 @@
 
     roboppo-zoo train --env RoboHopper-v0 [--seed 0] [--n-timesteps N] [--n-envs N] [-p key=value ...]
     roboppo-zoo train --resume runs/ppo_RoboHopper-v0_seed0_...
-    roboppo-zoo eval --run RUN_DIR [--episodes 10] [--best]          (alias: enjoy)
+    roboppo-zoo eval --run RUN_DIR [--episodes 10] [--best]
     roboppo-zoo record --run RUN_DIR --out video.mp4
     roboppo-zoo plot RUN_DIR [RUN_DIR ...] --out curves.png
     roboppo-zoo benchmark [--envs ID ...] [--seeds 3] [--out bench/results/zoo]
@@ -130,8 +130,11 @@ def build_parser() -> argparse.ArgumentParser:
     )  # fmt: skip
     fit.add_argument("--no-progress-bar", action="store_true", help="no progress bar (logs only)")
 
-    check = commands.add_parser("eval", help="evaluate a run's model deterministically")
+    check = commands.add_parser(
+        "eval", help="evaluate a run's model deterministically (a joystick robot: its tracking over a command grid)"
+    )
     add_model_flags(check)
+    check.set_defaults(episodes=None)  # 10, or 50 for a joystick robot (5 per command of the grid)
     check.add_argument("--seed", type=int, default=12_345, help="seed of the evaluation env")
 
     watch = commands.add_parser("enjoy", help="watch a run's policy: a window with a display, else a video")

@@ -20,6 +20,7 @@ from roboppo.common.env_util import make_env_from_id
 from roboppo.common.files import atomic_target
 from roboppo.ppo import PPO
 from roboppo.zoo.runs import CHECKPOINTS, RunFolderError, file_name, model_file, read_config
+from roboppo.zoo.tracking import is_joystick_task, report, track
 
 
 def find_run(args: argparse.Namespace) -> pathlib.Path:
@@ -49,14 +50,21 @@ def chosen_model(args: argparse.Namespace, run: pathlib.Path) -> pathlib.Path:
 
 
 def evaluate(args: argparse.Namespace) -> int:
-    """Deterministic evaluation of a run's model: mean ± std return over ``--episodes`` episodes."""
+    """Deterministic evaluation of a run's model: mean ± std return over ``--episodes`` episodes; for a joystick
+    robot, its velocity tracking over :data:`~roboppo.zoo.tracking.COMMAND_GRID` (50 episodes by default)."""
     run = find_run(args)
     config = read_config(run)
     path = chosen_model(args, run)
     model = PPO.load(path)
+    if is_joystick_task(config["env"]):
+        episodes = args.episodes or 50
+        print(f"{config['env']} {path}: tracking over the command grid, the run's env keywords")
+        print(report(track(model, config["env"], episodes, args.seed, config.get("env_kwargs"))))
+        return 0
+    episodes = args.episodes or 10
     env = make_env_from_id(config["env"], n_envs=1, seed=args.seed, env_kwargs=config.get("env_kwargs"))
-    mean, std = evaluate_policy(model, env, n_eval_episodes=args.episodes, deterministic=True)
-    print(f"{config['env']} {path}: {mean:.1f} ± {std:.1f} over {args.episodes} deterministic episodes")
+    mean, std = evaluate_policy(model, env, n_eval_episodes=episodes, deterministic=True)
+    print(f"{config['env']} {path}: {mean:.1f} ± {std:.1f} over {episodes} deterministic episodes")
     return 0
 
 

@@ -37,7 +37,8 @@ class JoystickVectorEnv(PlaygroundVectorEnv):
     :param pushes: the task's pushes (see the task); a mapping changes their ranges.
     :param randomize: domain randomization redrawn at each reset of a copy: True for the task's Playground ranges,
         a mapping to change them (:mod:`roboppo_envs.randomize`), None or False for none.
-    :param command: a fixed ``(vx, vy, yaw_rate)`` command for every copy and step (no sampling), or None.
+    :param command: a fixed ``(vx, vy, yaw_rate)`` command for every copy and step (no sampling), one per copy
+        (``[num_envs, 3]``), or None.
     :param render_mode: ``"rgb_array"`` for one frame per copy, or None.
     """
 
@@ -72,7 +73,8 @@ class JoystickVectorEnv(PlaygroundVectorEnv):
         self.terrain = terrain
         name = self._env_name()
         self.noise_level = checked_noise(noise_level, name)
-        self.fixed_command = None if command is None else checked_command(command, name)
+        fixed = None if command is None else checked_command(command, name, rows=num_envs)
+        self.fixed_command = None if fixed is None else np.broadcast_to(fixed, (num_envs, 3)).copy()
         self._pushes_asked = self.pushes_default if pushes is None else pushes
         super().__init__(num_envs, num_threads, max_episode_steps, autoreset_mode, randomize, render_mode)  # type: ignore[arg-type]
 
@@ -103,7 +105,7 @@ class JoystickVectorEnv(PlaygroundVectorEnv):
 
     def _after_resets(self, copies: np.ndarray) -> None:
         if self.fixed_command is not None:
-            self.command[copies] = self.fixed_command
+            self.command[copies] = self.fixed_command[copies]
 
     def _apply_actions(self, actions: np.ndarray) -> None:
         """Position targets ``home + action_scale * action`` (plus the randomized PD-centre offset)."""
