@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import json
 import logging
 import os
 import pathlib
@@ -98,12 +99,16 @@ def _rebuilt_on_cpu(policy: BasePolicy) -> BasePolicy:
     return rebuilt.to("cpu")
 
 
-def export_policy(policy: nn.Module, path: str | os.PathLike[str], fmt: str) -> pathlib.Path:
+def export_policy(
+    policy: nn.Module, path: str | os.PathLike[str], fmt: str, metadata: dict[str, Any] | None = None
+) -> pathlib.Path:
     """Write ``policy``'s deterministic controller to ``path`` as ``fmt`` (``"onnx"`` or ``"torchscript"``).
 
     Input ``observation`` ``[batch, *obs_shape]`` float32, output ``action`` ``[batch, *action_shape]``;
     the batch size is free. The file is written under a temporary name, checked against ``predict``
-    and only then renamed into place: a failed or mismatching export leaves no file.
+    and only then renamed into place: a failed or mismatching export leaves no file. ``metadata``
+    (JSON-able values) goes into the file: ONNX ``metadata_props`` (each value JSON), TorchScript's
+    ``metadata.json`` extra file; the observation's layout (the input's keys, in order) is added to it.
 
     :raises ExportError: unknown format, a policy export cannot follow, or a file that differs from ``predict``.
     """
@@ -116,12 +121,14 @@ def export_policy(policy: nn.Module, path: str | os.PathLike[str], fmt: str) -> 
     module = DeterministicPolicy(policy)
     observations = probe_observations(policy, CHECK_SAMPLES)
     example = th.as_tensor(module.inputs(observations[:2]))
+    properties = {key: json.dumps(value) for key, value in ({**(metadata or {}), **input_layout(policy)}).items()}
     with atomic_target(path) as partial:
         if fmt == "torchscript":
-            th.jit.save(_trace(module, example), str(partial))
+            th.jit.save(_trace(module, example), str(partial), _extra_files={"metadata.json": json.dumps(properties)})
             run = _torchscript_runner(partial)
         else:
             _write_onnx(module, example, partial)
+            _add_onnx_metadata(partial, properties)
             run = _onnx_runner(partial)
         for size in (len(observations), 1):  # a batch of one: exporters may specialise on the batch size
             try:
@@ -134,6 +141,31 @@ def export_policy(policy: nn.Module, path: str | os.PathLike[str], fmt: str) -> 
             expected, _ = policy.predict(observations[:size], deterministic=True)  # the trained policy, as it runs
             _check_same(written, expected, fmt)
     return pathlib.Path(path)
+
+
+def input_layout(policy: BasePolicy) -> dict[str, Any]:
+    """``{"observation_layout": [[key, start, stop], ...]}``: where each key of a ``Dict`` observation lies in the
+    file's input (the actor's keys alone for an asymmetric actor-critic); empty for a plain Box observation."""
+    layout = getattr(policy, "observation_layout", None)
+    if not layout:
+        return {}
+    keys = getattr(policy, "actor_keys", None) or sorted(layout, key=lambda key: layout[key][0])
+    rows, start = [], 0
+    for key in keys:
+        width = layout[key][1] - layout[key][0]
+        rows.append([key, start, start + width])
+        start += width
+    return {"observation_layout": rows}
+
+
+def _add_onnx_metadata(path: pathlib.Path, properties: dict[str, str]) -> None:
+    import onnx
+
+    model = onnx.load(str(path))
+    for key, value in properties.items():
+        entry = model.metadata_props.add()
+        entry.key, entry.value = key, value
+    onnx.save(model, str(path))
 
 
 def probe_observations(policy: BasePolicy, count: int, seed: int = 0) -> np.ndarray:

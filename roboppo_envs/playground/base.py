@@ -314,6 +314,17 @@ class PlaygroundVectorEnv(VectorEnv):
 
     # -- the rest of the VectorEnv API ------------------------------------------------------------
 
+    def deployment(self) -> dict[str, Any]:
+        """What a robot's control loop needs to run a policy of this task: the control period, the actuated
+        joints in action order, the observation's keys and sizes (``roboppo-zoo export`` writes it in the file)."""
+        joints = [
+            mujoco.mj_id2name(self.model, mujoco.mjtObj.mjOBJ_JOINT, int(j)) for j in self.model.actuator_trnid[:, 0]
+        ]
+        return {
+            "task": self.name, "control_period_s": self.ctrl_dt, "physics_steps": self.n_substeps,
+            "joint_names": joints, "observation_sizes": dict(self.obs_dims),
+        }  # fmt: skip
+
     def get_attr(self, name: str) -> tuple[Any, ...]:
         """``name`` per copy: ``randomization`` (the drawn values, a dict per copy), ``np_random``, ``command``
         (joystick tasks), ..."""

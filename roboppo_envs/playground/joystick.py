@@ -113,6 +113,17 @@ class JoystickVectorEnv(PlaygroundVectorEnv):
         if self.randomizer is not None:
             self._ctrl[:] += self.randomizer.pose_offset
 
+    def deployment(self) -> dict[str, Any]:
+        """Beside the task's facts, the PD controller's: targets ``home_pose + action_scale * action`` (rad), gains
+        Kp (N m/rad) and Kd (N m s/rad) per joint in action order."""
+        return super().deployment() | {
+            "action": "position targets home_pose + action_scale * action, for PD motors",
+            "home_pose": self.default_pose.tolist(), "action_scale": self.action_scale,
+            "kp": self.model.actuator_gainprm[:, 0].tolist(),
+            "kd": (self.model.dof_damping[self.model.jnt_dofadr[self.model.actuator_trnid[:, 0]]]
+                   - self.model.actuator_biasprm[:, 2]).tolist(),  # joint damping and any actuator velocity gain
+        }  # fmt: skip
+
     def _extra_info(self) -> dict[str, np.ndarray]:
         return {"command": self.command.copy()}
 

@@ -137,6 +137,14 @@ class PandaPickCubeVectorEnv(PlaygroundVectorEnv):
         self._batch.forward(rows)
         return self._observe()
 
+    def deployment(self) -> dict[str, Any]:
+        """Beside the task's facts, the actions' meaning: each target moves by ``action_scale * action``."""
+        return super().deployment() | {
+            "action": "each position target moves by action_scale * action, clipped to ctrl_range",
+            "action_scale": self.action_scale, "home_ctrl": self.init_ctrl.tolist(),
+            "ctrl_range": self.model.actuator_ctrlrange.tolist(), "kp": self.model.actuator_gainprm[:, 0].tolist(),
+        }  # fmt: skip
+
     # -- one control step -------------------------------------------------------------------------
 
     def _apply_actions(self, actions: np.ndarray) -> None:
