@@ -322,6 +322,7 @@ class PlaygroundVectorEnv(VectorEnv):
         ]
         return {
             "task": self.name, "control_period_s": self.ctrl_dt, "physics_steps": self.n_substeps,
+            "physics_timestep_s": float(self.model.opt.timestep), "ccd_iterations": int(self.model.opt.ccd_iterations),
             "joint_names": joints, "observation_sizes": dict(self.obs_dims),
         }  # fmt: skip
 

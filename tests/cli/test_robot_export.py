@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import pathlib
 
+import gymnasium as gym
 import numpy as np
 import pytest
 
@@ -13,6 +15,7 @@ from roboppo.zoo.cli import main
 
 onnx = pytest.importorskip("onnx")
 onnxruntime = pytest.importorskip("onnxruntime")
+EXAMPLE = pathlib.Path(__file__).parents[2] / "examples" / "go1_control_loop.py"
 
 
 def test_a_go1_export_holds_its_controller_and_observation_layout(tmp_path: pathlib.Path) -> None:
@@ -38,3 +41,22 @@ def test_a_go1_export_holds_its_controller_and_observation_layout(tmp_path: path
     actions = session.run(None, {"observation": full[:, columns]})[0]
     expected, _ = model.predict(full, deterministic=True)
     np.testing.assert_allclose(actions, expected, atol=1e-5)
+
+    # the example control loop (ONNX Runtime and MuJoCo only) acts as the env does, from the same state and command
+    spec = importlib.util.spec_from_file_location("go1_control_loop", EXAMPLE)
+    assert spec is not None and spec.loader is not None
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    loop = example.Controller(out)
+    command = np.array([0.8, 0.0, 0.3])
+    envs = gym.make_vec("roboppo/Go1JoystickFlatTerrain-v1", num_envs=1, history=2, noise_level=0.0, command=command)
+    obs, _ = envs.reset(seed=5)
+    base = envs.unwrapped
+    loop.reset(base._qpos[0].copy(), base._qvel[0].copy())
+    for step in range(30):
+        theirs = session.run(None, {"observation": obs["state"].reshape(1, -1).astype(np.float32)})[0]
+        mine = loop.act(command)
+        np.testing.assert_allclose(mine, theirs[0], atol=1e-5, err_msg=f"step {step}")
+        obs, _, terminated, _, _ = envs.step(theirs)
+        assert not terminated.any()
+    np.testing.assert_allclose(loop.data.qpos, base._qpos[0], atol=1e-4)
