@@ -26,7 +26,7 @@ from _report import publish
 
 from roboppo import PPO
 from roboppo.common.env_util import make_env_from_id
-from roboppo.common.hparams import LinearSchedule
+from roboppo.common.schedules import LinearSchedule
 
 ENV = "RoboInvertedPendulum-v0"
 # 8 envs x 32 steps: the entry's batch of 256 in shorter rollouts

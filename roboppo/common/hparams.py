@@ -21,10 +21,10 @@ from typing import Any
 
 import yaml
 from stable_baselines3.common.utils import get_device
-from torch import nn
 
 import roboppo_envs
-from roboppo.common.schedules import KLAdaptiveLR
+from roboppo.common.activations import ACTIVATIONS
+from roboppo.common.schedules import KLAdaptiveLR, LinearSchedule  # LinearSchedule: also where old models name it
 from roboppo.common.validation import (
     NON_NEGATIVE,
     HparamsError,
@@ -41,8 +41,6 @@ TRAIN_BACKENDS = ("auto", "jax", "torch")
 DEVICE_KINDS = ("cpu", "gpu")
 BRAX_LAYER = "default_brax"
 MAX_TIMESTEPS_VARIABLE = "ROBOPPO_MAX_TIMESTEPS"
-
-ACTIVATIONS: dict[str, type[nn.Module]] = {"tanh": nn.Tanh, "relu": nn.ReLU, "silu": nn.SiLU, "elu": nn.ELU}
 
 
 class _Loader(yaml.SafeLoader):
@@ -280,24 +278,6 @@ def _document(algo: str, path: str | pathlib.Path | None) -> tuple[pathlib.Path,
     return file, document
 
 
-class LinearSchedule:
-    """From ``initial`` to ``final`` as ``progress_remaining`` goes from 1 (start of training) to 0 (end).
-
-    Progress past the end (the last rollout overshoots a budget that is not a whole number of
-    rollouts, so SB3 reports negative progress) holds the value at ``final``.
-    """
-
-    def __init__(self, initial: float, final: float = 0.0) -> None:
-        self.initial, self.final = initial, final
-
-    def __call__(self, progress_remaining: float) -> float:
-        progress = min(max(progress_remaining, 0.0), 1.0)
-        return self.final + (self.initial - self.final) * progress
-
-    def __repr__(self) -> str:
-        return f"LinearSchedule(initial={self.initial}, final={self.final})"
-
-
 def _schedule(key: str, value: Any, where: str) -> Any:
     """A number, or a mapping ``{type: linear|constant, initial: x[, final: y]}`` (for ``learning_rate`` also
     ``{type: kl_adaptive, initial: x[, target_kl: y]}``); numbers are range-checked."""
@@ -350,7 +330,7 @@ def _ppo_settings(values: dict[str, Any], where: str) -> dict[str, Any]:
         name = policy_kwargs["activation_fn"]
         if name not in ACTIVATIONS:
             raise HparamsError(f"{where} policy_kwargs: activation_fn {name!r} is not one of {sorted(ACTIVATIONS)}.")
-        policy_kwargs["activation_fn"] = ACTIVATIONS[name]
+        policy_kwargs["activation_fn"] = ACTIVATIONS[name][0]
     if policy_kwargs:
         settings["policy_kwargs"] = policy_kwargs
     return settings

@@ -1,6 +1,29 @@
-"""Learning-rate schedules beyond SB3's (which takes any ``progress_remaining -> value`` callable)."""
+"""The schedules ``ppo.yml`` names, for the learning rate and the clip range.
+
+SB3 takes any ``progress_remaining -> value`` callable; these are the two the zoo writes as mappings:
+``{type: linear, initial: 2.0e-3}`` (:class:`LinearSchedule`) and ``{type: kl_adaptive, ...}``
+(:class:`KLAdaptiveLR`).
+"""
 
 from __future__ import annotations
+
+
+class LinearSchedule:
+    """From ``initial`` to ``final`` as ``progress_remaining`` goes from 1 (start of training) to 0 (end).
+
+    Progress past the end (the last rollout overshoots a budget that is not a whole number of
+    rollouts, so SB3 reports negative progress) holds the value at ``final``.
+    """
+
+    def __init__(self, initial: float, final: float = 0.0) -> None:
+        self.initial, self.final = initial, final
+
+    def __call__(self, progress_remaining: float) -> float:
+        progress = min(max(progress_remaining, 0.0), 1.0)
+        return self.final + (self.initial - self.final) * progress
+
+    def __repr__(self) -> str:
+        return f"LinearSchedule(initial={self.initial}, final={self.final})"
 
 
 class KLAdaptiveLR:

@@ -174,7 +174,7 @@ def policy_key_types() -> dict[str, tuple[type, ...]]:
     from stable_baselines3.common.policies import ActorCriticPolicy
 
     keys = {**_settings_of(ActorCriticPolicy.__init__), **ROBOPPO_POLICY_KEYS}
-    keys["activation_fn"] = (str,)  # a name from roboppo.common.hparams.ACTIVATIONS
+    keys["activation_fn"] = (str,)  # a name from roboppo.common.activations.ACTIVATIONS
     return keys
 
 

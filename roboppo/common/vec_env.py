@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import gymnasium as gym
@@ -159,3 +161,17 @@ class FlattenDictVecEnv(VecEnvWrapper):
             if isinstance(info.get("terminal_observation"), dict):
                 info["terminal_observation"] = flatten_dict_obs(self.dict_space, info["terminal_observation"])
         return flatten_dict_obs(self.dict_space, obs), rewards, dones, infos  # type: ignore[arg-type]
+
+
+#: whether roboppo's PPO wraps a Dict of vectors in :class:`FlattenDictVecEnv`: for its own policy, not for SB3's
+FLATTEN_DICTS: contextvars.ContextVar[bool] = contextvars.ContextVar("roboppo_flatten_dicts", default=True)
+
+
+@contextlib.contextmanager
+def flattening_dicts(flatten: bool) -> Iterator[None]:
+    """Within it, :data:`FLATTEN_DICTS` is ``flatten``."""
+    token = FLATTEN_DICTS.set(flatten)
+    try:
+        yield
+    finally:
+        FLATTEN_DICTS.reset(token)

@@ -55,20 +55,11 @@ from torch.optim import optimizer as torch_optimizer
 from torch.utils.hooks import RemovableHandle
 
 from roboppo.common import distributions
+from roboppo.common.activations import ACTIVATION_NAMES, ACTIVATIONS
 from roboppo.common.distributions import TanhNormalDistribution
 from roboppo.common.normalization import NormalizedFlattenExtractor, RunningMeanStd
 from roboppo.ppo.policies import TanhGaussianPolicy
 
-# activation modules the fast paths compute, by exact type: name and the attribute holding their parameter
-ACTIVATIONS: dict[type[nn.Module], tuple[str, str | None]] = {
-    nn.Tanh: ("tanh", None),
-    nn.ReLU: ("relu", None),
-    nn.ELU: ("elu", "alpha"),
-    nn.LeakyReLU: ("leaky_relu", "negative_slope"),
-    nn.SiLU: ("silu", None),
-    nn.Sigmoid: ("sigmoid", None),
-    nn.Identity: ("identity", None),
-}
 DISTRIBUTION_BOUNDS = ("low", "high", "half_range")  # what the sampler reads of TanhNormalDistribution
 # policy attributes that change what the graph is (which extractors run, how observations are preprocessed)
 POLICY_SETTINGS = ("action_dist", "share_features_extractor", "normalize_images")
@@ -273,11 +264,12 @@ def _ops(modules: list[nn.Module], names: dict[int, str]) -> tuple[Op, ...] | st
     for module in modules:
         if type(module) is nn.Linear:
             ops.append(Op("linear", module.weight, module.bias))
-        elif type(module) in ACTIVATIONS:
-            kind, attribute = ACTIVATIONS[type(module)]
+        elif type(module) in ACTIVATION_NAMES:
+            kind = ACTIVATION_NAMES[type(module)]
+            attribute = ACTIVATIONS[kind][1]
             ops.append(Op(kind, arg=0.0 if attribute is None else float(getattr(module, attribute))))
         else:
-            known = ", ".join(cls.__name__ for cls in (nn.Linear, *ACTIVATIONS))  # type: ignore[attr-defined]
+            known = ", ".join(cls.__name__ for cls in (nn.Linear, *ACTIVATION_NAMES))  # type: ignore[attr-defined]
             kind = f"{type(module).__module__}.{type(module).__qualname__}"
             return f"{names.get(id(module), 'a layer')} is a {kind} (the fast paths compute exactly {known})"
     return tuple(ops)
@@ -343,7 +335,7 @@ class Watch:
                 self._tables += [table] * len(table)
                 self._keys += table.keys()
                 self._objects += table.values()
-            attribute = ACTIVATIONS.get(type(module), (None, None))[1]
+            attribute = ACTIVATIONS[ACTIVATION_NAMES[type(module)]][1] if type(module) in ACTIVATION_NAMES else None
             if attribute is not None:
                 self._args.append((module, attribute, getattr(module, attribute)))
         # exact types run fixed code: only a Sequential's forward runs whatever children it holds
@@ -450,7 +442,7 @@ def _is_code(value: Any) -> bool:
 # the classes whose code the fast paths reproduce, and that code as it was when this module was imported
 _PRISTINE = _class_code(
     (*TanhGaussianPolicy.__mro__[:-1], NormalizedFlattenExtractor, BaseFeaturesExtractor, RunningMeanStd, MlpExtractor,
-     nn.Sequential, nn.Linear, *ACTIVATIONS, TanhNormalDistribution, DiagGaussianDistribution)
+     nn.Sequential, nn.Linear, *ACTIVATION_NAMES, TanhNormalDistribution, DiagGaussianDistribution)
 )  # fmt: skip
 # the functions those classes' methods call, as they were when this module was imported
 _PINNED = [

@@ -38,7 +38,7 @@ class UpdateShape:
     n_envs: int = 0  # the rollout's copies, with recompute_advantage (samples are step-major: [n_steps, n_envs])
 
 
-# each activation of roboppo.ppo.fast_paths.ACTIVATIONS, given its parameter
+# each activation of roboppo.common.activations.ACTIVATIONS, given its parameter
 JAX_OPS = {
     "tanh": lambda x, _: jnp.tanh(x),
     "relu": lambda x, _: jax.nn.relu(x),

@@ -22,6 +22,7 @@ import torch as th
 from gymnasium import spaces
 from stable_baselines3.common.buffers import RolloutBuffer
 from stable_baselines3.common.policies import ActorCriticPolicy
+from stable_baselines3.common.running_mean_std import RunningMeanStd
 
 from roboppo.ppo.policies import TanhGaussianPolicy
 from roboppo.ppo.sampler import RolloutSampler
@@ -107,3 +108,21 @@ def flat_batch(buffer: RolloutBuffer, device: th.device) -> RolloutBatch:
         advantages=flat(buffer.advantages),
         returns=flat(buffer.returns),
     )
+
+
+def normalized_rewards(
+    rewards: np.ndarray, dones: np.ndarray, gamma: float, return_rms: RunningMeanStd, returns: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """``normalize_reward``: the rewards divided by the running standard deviation of the discounted return
+    and clipped to +-10, as SB3's ``VecNormalize`` computes them (float32, as it returns them).
+
+    :param returns: each copy's running discounted return so far (None: start at 0, as ``VecNormalize.reset``).
+    :return: the normalized rewards and the running returns after this step (0 where an episode ended).
+    """
+    if returns is None or returns.shape != rewards.shape:
+        returns = np.zeros(rewards.shape)
+    returns = returns * gamma + rewards
+    return_rms.update(returns)
+    returns[dones] = 0.0
+    normalized = np.clip(rewards / np.sqrt(return_rms.var + 1e-8), -10.0, 10.0)
+    return normalized.astype(np.float32), returns

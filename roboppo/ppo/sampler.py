@@ -43,7 +43,7 @@ def _sigmoid(x: Array) -> Array:
     return np.float32(0.5) + np.float32(0.5) * np.tanh(np.float32(0.5) * x)
 
 
-# each activation of fast_paths.ACTIVATIONS on float32 arrays, given its parameter
+# each activation of roboppo.common.activations.ACTIVATIONS on float32 arrays, given its parameter
 NUMPY_OPS: dict[str, Callable[[float], Layer]] = {
     "tanh": lambda _: np.tanh,
     "relu": lambda _: lambda x: np.maximum(x, np.float32(0.0)),

@@ -1,7 +1,9 @@
-"""The interface of roboppo's PPO update backends: a rollout and settings in, statistics out.
+"""What roboppo's update backends share: a rollout and settings in, statistics out, and their log lines.
 
 Both backends (:mod:`roboppo.ppo.torch_train`, :mod:`roboppo.ppo.jax_train`) expose
-``train(policy, batch, settings) -> UpdateStats``; they read nothing else of the model.
+``train(policy, batch, settings) -> UpdateStats``; they read nothing else of the model. The
+settings are evaluated once per rollout (:meth:`roboppo.PPO.train`): the learning rate goes from
+its schedule into :class:`UpdateSettings` and from there into whichever backend runs.
 """
 
 from __future__ import annotations
@@ -13,6 +15,9 @@ from typing import NamedTuple
 import numpy as np
 import torch as th
 from stable_baselines3.common.buffers import RolloutBuffer
+from stable_baselines3.common.logger import Logger
+
+from roboppo.ppo.policies import TanhGaussianPolicy
 
 
 class RolloutBatch(NamedTuple):
@@ -101,3 +106,25 @@ def random_draws(n_samples: int, n_epochs: int, action_dim: int) -> tuple[th.Ten
     """
     orders = th.stack([th.randperm(n_samples) for _ in range(n_epochs)])
     return orders, th.randn(n_epochs, n_samples, action_dim)
+
+
+def record_update(logger: Logger, stats: UpdateStats, settings: UpdateSettings, explained: float, std: float) -> None:
+    """SB3's ``train/*`` log keys for an update (``explained``: the explained variance of the rollout trained on)."""
+    for key in ("entropy_loss", "policy_gradient_loss", "value_loss", "approx_kl", "clip_fraction", "loss"):
+        logger.record(f"train/{key}", getattr(stats, key))
+    logger.record("train/explained_variance", explained)
+    logger.record("train/std", std)
+    logger.record("train/clip_range", settings.clip_range)
+    if settings.clip_range_vf is not None:
+        logger.record("train/clip_range_vf", settings.clip_range_vf)
+
+
+def record_statistics(logger: Logger, policy: TanhGaussianPolicy) -> None:
+    """``obs_norm/*``: the first observation normalizer's count, mean size and spread (none: nothing logged)."""
+    normalizers = [n for n in policy.observation_normalizers() if n.has_statistics]
+    if normalizers:
+        stats = normalizers[0].obs_rms
+        logger.record("obs_norm/count", stats.count.item())
+        logger.record("obs_norm/mean_abs", stats.mean.abs().mean().item())
+        logger.record("obs_norm/std_mean", th.sqrt(stats.var).mean().item())
+        logger.record("obs_norm/std_min", th.sqrt(stats.var).min().item())

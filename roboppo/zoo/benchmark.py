@@ -46,7 +46,7 @@ from roboppo.common.files import atomic_target, write_atomic
 from roboppo.common.hparams import load_ppo_hparams
 from roboppo.common.training_state import state_path
 from roboppo.ppo import PPO
-from roboppo.ppo.ppo import sb3_default_settings
+from roboppo.ppo.settings import sb3_default_settings
 from roboppo.zoo.baselines import RL_ZOO3_PPO, evaluate_stock_sb3, train_stock_sb3
 from roboppo.zoo.runs import check_log_folder, file_name, resume_point, saved_steps
 from roboppo.zoo.stats import early_ends, iqm_intervals, performance_profile, score, time_to_target, timings

@@ -17,6 +17,7 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 
 from roboppo import PPO, TanhGaussianPolicy
 from roboppo.common.env_util import make_env_from_id
+from roboppo.ppo.pairing import pending_parameters
 from tests.conftest import ROBO_IDS
 
 
@@ -299,10 +300,10 @@ def test_with_overlapped_updates_the_model_at_rest_holds_the_last_update_and_its
     longer, _ = overlapped(True, tiny, steps=128 * 7)  # first: building a model seeds torch's generator
     model, _ = overlapped(True, tiny)
     assert model.policy.features_extractor.obs_rms.count.item() == 128 * 4  # the last update's statistics
-    last_update = model._pending
+    last_update = model.pairing.pending
     assert last_update is not None
     trained_weights = [th.tensor(np.asarray(p)) for p in last_update.parameters()]
-    graph_weights = model._pending_parameters()
+    graph_weights = pending_parameters(model.policy)
     for weight, trained in zip(graph_weights, trained_weights, strict=True):
         th.testing.assert_close(weight.detach(), trained, rtol=0, atol=0)
     model.save(tmp_path / "model")

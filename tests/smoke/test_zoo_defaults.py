@@ -18,7 +18,7 @@ from stable_baselines3.common.policies import ActorCriticPolicy
 from roboppo import PPO
 from roboppo.common.env_util import make_env_from_id
 from roboppo.common.schedules import KLAdaptiveLR
-from roboppo.ppo.defaults import SB3_SOURCE
+from roboppo.ppo.settings import SB3_SOURCE
 from roboppo.zoo import ZooEntry, load_ppo_hparams
 
 SB3_KEYS = ["n_steps", "batch_size", "n_epochs", "gamma", "gae_lambda", "ent_coef", "vf_coef", "max_grad_norm"]

@@ -31,11 +31,12 @@ from torch import nn
 from torch.nn.utils import parametrizations, parametrize
 
 from roboppo import PPO, TanhGaussianPolicy
+from roboppo.common.activations import ACTIVATIONS
 from roboppo.common.distributions import TanhNormalDistribution
 from roboppo.common.normalization import NormalizedFlattenExtractor
 from roboppo.export import ExportError, export_policy
 from roboppo.ppo import torch_train
-from roboppo.ppo.fast_paths import ACTIVATIONS, describe, export_refusal, sampler_choice, update_choice
+from roboppo.ppo.fast_paths import describe, export_refusal, sampler_choice, update_choice
 from roboppo.ppo.rollout import policy_actions
 from roboppo.ppo.sampler import NUMPY_OPS, RolloutSampler
 from roboppo.ppo.update import RolloutBatch, UpdateSettings
@@ -219,7 +220,7 @@ VARIANTS: dict[str, Variant] = {
     "no normalization": Variant(**FAST, kwargs={"normalize_obs": False}),
     "tight clip": Variant(**FAST, kwargs={"obs_clip": 0.5}),
     "subclass with defaults": Variant(**FAST, policy_class=OnlyInit),
-    **{f"activation {name}": Variant(**FAST, kwargs=act(cls)) for cls, (name, _) in ACTIVATIONS.items()},
+    **{f"activation {name}": Variant(**FAST, kwargs=act(cls)) for name, (cls, _) in ACTIVATIONS.items()},
     "ELU alpha 0.2": Variant(**FAST, kwargs=act(functools.partial(nn.ELU, alpha=0.2))),
     "LeakyReLU slope 0.3": Variant(**FAST, kwargs=act(functools.partial(nn.LeakyReLU, negative_slope=0.3))),
     "GELU": Variant(**TORCH, kwargs=act(nn.GELU), reason="GELU"),
@@ -315,7 +316,7 @@ def test_adam_steps_that_differ_between_parameters_keep_the_torch_update() -> No
 def test_the_lowerings_know_the_same_operations() -> None:
     from roboppo.ppo.jax_program import JAX_OPS
 
-    kinds = {kind for kind, _ in ACTIVATIONS.values()}
+    kinds = set(ACTIVATIONS)
     assert set(NUMPY_OPS) == kinds == set(JAX_OPS)
 
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch as th
 
-from roboppo.common.hparams import LinearSchedule
+from roboppo.common.schedules import LinearSchedule
 from roboppo.gail import GAILTrainer, load_demonstrations, save_demonstrations
 from roboppo.gail.demos import Demonstrations
 from roboppo.gail.horizon import AbsorbingBootstrap, absorbing_state, with_indicator
