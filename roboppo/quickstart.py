@@ -21,10 +21,10 @@ from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.logger import configure
 
 from roboppo import PPO, UnknownEnvError
+from roboppo.cli.runs import new_run_dir, run_name, write_config
 from roboppo.common.callbacks import EvalCallback  # SB3's, writing evaluations.npz atomically
 from roboppo.common.env_util import check_env_id, make_env_from_id
 from roboppo.zoo import HparamsError
-from roboppo.zoo.runs import new_run_dir, run_name, write_config
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:

@@ -60,7 +60,7 @@ def _jax_compilation_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
 def train_until_interrupted(folder: pathlib.Path, *flags: str, signum: int = signal.SIGINT) -> str:
     """Run ``roboppo-zoo train`` into ``folder`` in a subprocess, send ``signum`` once a first rollout is logged,
     and return its output (it must exit with 130, as an interrupted train does)."""
-    command = [sys.executable, "-m", "roboppo.zoo.cli", "train", "--log-folder", str(folder), *flags]
+    command = [sys.executable, "-m", "roboppo.cli", "train", "--log-folder", str(folder), *flags]
     worker = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     deadline = time.monotonic() + 120
     while not any(path.stat().st_size for path in folder.glob("*/progress.csv")):  # a first rollout was logged

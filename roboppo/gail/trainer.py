@@ -35,7 +35,6 @@ from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv
 from roboppo.common.env_util import check_env_id
 from roboppo.common.errors import UserInputError
 from roboppo.common.files import atomic_target
-from roboppo.common.hparams import capped_budget, load_gail_hparams
 from roboppo.gail.compat import FloatReward
 from roboppo.gail.demos import Demonstrations
 from roboppo.gail.horizon import (
@@ -49,6 +48,7 @@ from roboppo.gail.horizon import (
     with_indicator,
 )
 from roboppo.ppo import PPO
+from roboppo.zoo.loader import capped_budget, load_gail_hparams
 
 GENERATOR_FILE = "generator.zip"
 REWARD_NET_FILE = "reward_net.pt"

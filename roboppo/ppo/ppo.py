@@ -37,7 +37,6 @@ from stable_baselines3.common.vec_env import VecEnv
 
 from roboppo.common.env_util import check_finite
 from roboppo.common.files import atomic_target
-from roboppo.common.hparams import ZooEntry
 from roboppo.common.optimizers import without_dynamo_import
 from roboppo.common.schedules import KLAdaptiveLR
 from roboppo.common.vec_env import FLATTEN_DICTS, FlattenDictVecEnv, flatten_dict_obs, flattenable, flattening_dicts
@@ -58,6 +57,7 @@ from roboppo.ppo.settings import (
     settings_line,
 )
 from roboppo.ppo.update import Revaluation, UpdateSettings, UpdateStats, record_statistics, record_update
+from roboppo.zoo.loader import ZooEntry
 
 SelfPPO = TypeVar("SelfPPO", bound="PPO")
 

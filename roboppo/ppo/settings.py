@@ -24,10 +24,10 @@ from stable_baselines3.common.type_aliases import MaybeCallback
 import roboppo_envs
 from roboppo.common.activations import ACTIVATION_NAMES
 from roboppo.common.env_util import make_env_from_id
-from roboppo.common.hparams import TRAIN_BACKENDS, ZooEntry, capped_budget, load_ppo_hparams
-from roboppo.common.validation import NOT_SETTINGS
 from roboppo.common.vec_env import flattenable
 from roboppo.ppo.policies import TanhGaussianPolicy
+from roboppo.zoo.loader import TRAIN_BACKENDS, ZooEntry, capped_budget, load_ppo_hparams
+from roboppo.zoo.schema import NOT_SETTINGS
 
 SB3_SOURCE = "Stable-Baselines3 defaults"
 HYPERPARAMS_CHOICES = ("zoo", "sb3")
@@ -148,7 +148,7 @@ def zoo_entry(hyperparams: str | ZooEntry | None, env: Any, device: Any) -> ZooE
 
     :param hyperparams: ``None`` (the zoo for a registered roboppo id given as a string, SB3's
         defaults for anything else), ``"zoo"`` (the zoo, or an error), ``"sb3"`` or a
-        :class:`~roboppo.common.hparams.ZooEntry` (for example from ``load_ppo_hparams(id, path)``).
+        :class:`~roboppo.zoo.loader.ZooEntry` (for example from ``load_ppo_hparams(id, path)``).
     """
     if isinstance(hyperparams, ZooEntry):
         return hyperparams

@@ -1,6 +1,6 @@
 """MuJoCo environments (Gymnasium v5 physics and rewards, float32 observations), single and batched."""
 
-from roboppo_envs.mujoco.envs import RoboHopperEnv, RoboInvertedDoublePendulumEnv, RoboInvertedPendulumEnv
+from roboppo_envs.mujoco.robo_v0 import RoboHopperEnv, RoboInvertedDoublePendulumEnv, RoboInvertedPendulumEnv
 from roboppo_envs.mujoco.vector_env import (
     MujocoNonFiniteError,
     MujocoVectorEnv,

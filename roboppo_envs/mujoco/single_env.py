@@ -28,7 +28,7 @@ from roboppo_envs.mujoco.vector_env import FRAME_MODES, MujocoVectorEnv
 class MujocoSuiteEnv(gym.Env, EzPickle):
     """Gymnasium's ``<task>-v5``, computed by roboppo's batched task for one copy.
 
-    :param task: the Gymnasium env, e.g. ``"Hopper"`` (a key of :data:`~roboppo_envs.mujoco.suite.SUITE`).
+    :param task: the Gymnasium env, e.g. ``"Hopper"`` (a key of :data:`~roboppo_envs.mujoco.tasks.SUITE`).
     :param render_mode: ``"rgb_array"``, ``"depth_array"``, ``"rgbd_tuple"`` or None.
     :param env_kwargs: the keyword arguments of Gymnasium's env (``xml_file``, ``frame_skip``, reward weights, ...).
     """

@@ -20,6 +20,18 @@ from typing import Any, ClassVar
 
 import mujoco
 import numpy as np
+from gymnasium.envs.mujoco.ant_v5 import AntEnv
+from gymnasium.envs.mujoco.half_cheetah_v5 import HalfCheetahEnv
+from gymnasium.envs.mujoco.hopper_v5 import HopperEnv
+from gymnasium.envs.mujoco.humanoid_v5 import HumanoidEnv
+from gymnasium.envs.mujoco.humanoidstandup_v5 import HumanoidStandupEnv
+from gymnasium.envs.mujoco.inverted_double_pendulum_v5 import InvertedDoublePendulumEnv
+from gymnasium.envs.mujoco.inverted_pendulum_v5 import InvertedPendulumEnv
+from gymnasium.envs.mujoco.mujoco_env import MujocoEnv
+from gymnasium.envs.mujoco.pusher_v5 import PusherEnv
+from gymnasium.envs.mujoco.reacher_v5 import ReacherEnv
+from gymnasium.envs.mujoco.swimmer_v5 import SwimmerEnv
+from gymnasium.envs.mujoco.walker2d_v5 import Walker2dEnv
 
 State = dict[str, np.ndarray]
 Info = dict[str, np.ndarray]
@@ -564,3 +576,20 @@ class PusherTask(ArmTask):
     def leave_on_env(self, env: Any, qpos: np.ndarray) -> None:
         env.cylinder_pos, env.goal_pos = qpos[-4:-2].copy(), np.asarray([0, 0])
         env.init_qpos[-4:] = qpos[-4:]  # Gymnasium's ``qpos = self.init_qpos``, written into
+
+
+#: the eleven v5 tasks: for each, Gymnasium's env class (its keywords, model and spaces) and the task that batches it;
+#: ``roboppo/<Name>-v5`` is ``<Name>-v5`` batched
+SUITE: dict[str, tuple[type[MujocoEnv], type[MujocoTask]]] = {
+    "Ant": (AntEnv, AntTask),
+    "HalfCheetah": (HalfCheetahEnv, HalfCheetahTask),
+    "Hopper": (HopperEnv, HopperTask),
+    "Humanoid": (HumanoidEnv, HumanoidTask),
+    "HumanoidStandup": (HumanoidStandupEnv, HumanoidStandupTask),
+    "InvertedDoublePendulum": (InvertedDoublePendulumEnv, InvertedDoublePendulumTask),
+    "InvertedPendulum": (InvertedPendulumEnv, InvertedPendulumTask),
+    "Pusher": (PusherEnv, PusherTask),
+    "Reacher": (ReacherEnv, ReacherTask),
+    "Swimmer": (SwimmerEnv, SwimmerTask),
+    "Walker2d": (Walker2dEnv, Walker2dTask),
+}

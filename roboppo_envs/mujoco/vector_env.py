@@ -37,9 +37,9 @@ from gymnasium.utils.seeding import np_random
 from gymnasium.vector import AutoresetMode, VectorEnv
 
 from roboppo_envs import randomize as dr
-from roboppo_envs.mujoco.envs import RoboHopperEnv, RoboInvertedDoublePendulumEnv, RoboInvertedPendulumEnv
-from roboppo_envs.mujoco.suite import SUITE
+from roboppo_envs.mujoco.robo_v0 import RoboHopperEnv, RoboInvertedDoublePendulumEnv, RoboInvertedPendulumEnv
 from roboppo_envs.mujoco.tasks import (
+    SUITE,
     HopperTask,
     Info,
     InvertedDoublePendulumTask,
@@ -158,7 +158,7 @@ class MujocoVectorEnv(VectorEnv, EzPickle):
     """``num_envs`` copies of a Gymnasium v5 MuJoCo env stepped as one batch.
 
     ``task`` names the Gymnasium env (``"Hopper"`` for ``Hopper-v5``, a key of
-    :data:`~roboppo_envs.mujoco.suite.SUITE`); the ``Robo*VectorEnv`` subclasses name theirs as
+    :data:`~roboppo_envs.mujoco.tasks.SUITE`); the ``Robo*VectorEnv`` subclasses name theirs as
     class attributes instead (``env_class``, ``task_class``).
 
     :param num_envs: number of copies.

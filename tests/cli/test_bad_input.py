@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from imitation.data.types import TrajectoryWithRew
 
+from roboppo.cli import main
 from roboppo.gail import save_demonstrations
-from roboppo.zoo.cli import main
 
 ENV = "RoboInvertedPendulum-v0"
 TRAIN = ["train", "--env", ENV]

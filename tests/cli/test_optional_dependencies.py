@@ -20,7 +20,7 @@ def run(code: str, *missing: str) -> subprocess.CompletedProcess[str]:
 
 def test_help_loads_no_sub_command_and_neither_torch_nor_sb3() -> None:
     done = run(
-        "from roboppo.zoo.cli import build_parser\n"
+        "from roboppo.cli import build_parser\n"
         "build_parser().format_help()\n"
         "heavy = [m for m in ('torch', 'stable_baselines3', 'jax', 'imitation') if m in sys.modules]\n"
         "assert not heavy, heavy\n"
@@ -31,7 +31,7 @@ def test_help_loads_no_sub_command_and_neither_torch_nor_sb3() -> None:
 @pytest.mark.parametrize("command", ["gail", "bc"])
 def test_imitation_commands_name_the_install_when_imitation_is_missing(command: str) -> None:
     argv = [command, "--env", "RoboInvertedPendulum-v0", "--demos", "demos.npz"]
-    done = run(f"from roboppo.zoo.cli import main\nsys.exit(main({argv!r}))\n", "imitation")
+    done = run(f"from roboppo.cli import main\nsys.exit(main({argv!r}))\n", "imitation")
     assert done.returncode == 2, done.stderr
     assert done.stderr.startswith(f"error: roboppo-zoo {command} needs the imitation package")
     assert "pip install --no-deps imitation==1.0.1" in done.stderr and "Traceback" not in done.stderr

@@ -22,7 +22,7 @@ SWEEP = ["benchmark", "--envs", *ENVS, "--seeds", "2", "--n-timesteps", "2048", 
 
 
 def zoo(*args: str, **kwargs: object) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "roboppo.zoo.cli", *args], env=QUIET, text=True, **kwargs)  # type: ignore[call-overload]
+    return subprocess.Popen([sys.executable, "-m", "roboppo.cli", *args], env=QUIET, text=True, **kwargs)  # type: ignore[call-overload]
 
 
 def kill_a_task_mid_run(runs: pathlib.Path, sweep: subprocess.Popen, timeout: float = 600) -> bool:
@@ -72,7 +72,7 @@ def test_a_sweep_on_a_ray_cluster_survives_a_killed_worker_and_equals_the_local_
 
 
 def test_without_ray_the_error_names_the_install(monkeypatch: pytest.MonkeyPatch) -> None:
-    from roboppo.zoo.ray_sweep import connect
+    from roboppo.cli.ray_sweep import connect
 
     monkeypatch.setitem(sys.modules, "ray", None)
     with pytest.raises(UserInputError, match=r"pip install 'roboppo\[ray\]'"):

@@ -18,9 +18,9 @@ import torch as th
 import yaml
 
 from roboppo import PPO
+from roboppo.cli import main
+from roboppo.cli.baselines import RL_ZOO3_PPO, train_stock_sb3
 from roboppo.common.env_util import make_env_from_id
-from roboppo.zoo.baselines import RL_ZOO3_PPO, train_stock_sb3
-from roboppo.zoo.cli import main
 from tests.conftest import train_until_interrupted
 
 ENV = "RoboInvertedPendulum-v0"
@@ -188,7 +188,7 @@ def test_an_interrupted_train_saves_the_model_and_resumes(tmp_path: pathlib.Path
 
 
 STOCK_ROW = pathlib.Path("sb3") / ENV / "seed0.json"
-BENCHMARK = ["-m", "roboppo.zoo.cli", "benchmark", "--envs", ENV, "--seeds", "1", "--jobs", "1"]
+BENCHMARK = ["-m", "roboppo.cli", "benchmark", "--envs", ENV, "--seeds", "1", "--jobs", "1"]
 BENCHMARK += ["--n-timesteps", "4096", "--eval-freq", "2048", "--eval-episodes", "2", "--final-episodes", "3"]
 
 

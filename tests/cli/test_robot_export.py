@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from roboppo import PPO
-from roboppo.zoo.cli import main
+from roboppo.cli import main
 
 onnx = pytest.importorskip("onnx")
 onnxruntime = pytest.importorskip("onnxruntime")

@@ -22,8 +22,8 @@ from typing import Any
 import optuna
 import pytest
 
-from roboppo.common.hparams import load_ppo_hparams
-from roboppo.zoo.tune import STORAGE_ENV
+from roboppo.cli.tune import STORAGE_ENV
+from roboppo.zoo.loader import load_ppo_hparams
 from tests.cli.conftest import QUIET, task_pids
 
 psycopg2 = pytest.importorskip("psycopg2", reason="the PostgreSQL driver psycopg2 is not installed (dev extra)")
@@ -128,7 +128,7 @@ def server() -> Iterator[Server]:
 
 def _worker(log_folder: pathlib.Path, n_trials: int) -> list[str]:
     return [
-        sys.executable, "-m", "roboppo.zoo.cli", "tune", "--env", ENV, "--n-trials", str(n_trials),
+        sys.executable, "-m", "roboppo.cli", "tune", "--env", ENV, "--n-trials", str(n_trials),
         "--n-timesteps", "512", "--eval-freq", "256", "--eval-episodes", "2", "--heartbeat", str(HEARTBEAT),
         "--torch-threads", "1", "--env-threads", "1", "--log-folder", str(log_folder), "--no-progress-bar",
     ]  # fmt: skip

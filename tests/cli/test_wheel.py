@@ -38,7 +38,7 @@ def run_from(target: pathlib.Path, code: str, cwd: pathlib.Path) -> subprocess.C
 def test_the_wheel_ships_the_hyperparameters_inside_the_package(installed: tuple[pathlib.Path, pathlib.Path]) -> None:
     wheel, _ = installed
     names = zipfile.ZipFile(wheel).namelist()
-    assert {"roboppo/zoo_hparams/ppo.yml", "roboppo/zoo_hparams/gail.yml"} <= set(names)
+    assert {"roboppo/zoo/hparams/ppo.yml", "roboppo/zoo/hparams/gail.yml"} <= set(names)
     assert {name.split("/")[0] for name in names} == {"roboppo", "roboppo_envs", "roboppo-0.1.0.dist-info"}
 
 
@@ -47,12 +47,12 @@ def test_the_installed_package_trains_and_its_cli_answers(
 ) -> None:
     _, target = installed
     code = (
-        "import roboppo, roboppo.zoo_hparams, sys\n"
+        "import roboppo, roboppo.zoo.hparams, sys\n"
         f"assert roboppo.__file__.startswith({str(target)!r}), roboppo.__file__\n"
         "from roboppo import PPO\n"
         "model = PPO('MlpPolicy', 'RoboInvertedPendulum-v0', seed=0)\n"
         "print(model.hyperparams_source)\n"
-        "from roboppo.zoo.cli import main\n"
+        "from roboppo.cli import main\n"
         "sys.exit(main(['envs']))\n"
     )
     done = run_from(target, code, tmp_path)

@@ -9,10 +9,10 @@ import pytest
 import yaml
 
 from roboppo import PPO
+from roboppo.cli import main
 from roboppo.gail import collect_demonstrations, load_demonstrations, save_demonstrations
 from roboppo.gail.horizon import with_indicator
 from roboppo.gail.trainer import GAILTrainer
-from roboppo.zoo.cli import main
 
 ENV = "RoboInvertedPendulum-v0"
 
@@ -111,17 +111,22 @@ def test_gail_can_start_from_behaviour_cloning(
 def test_every_flag_has_help_and_help_shows_defaults() -> None:
     import argparse
 
-    from roboppo.zoo.cli import build_parser
+    from roboppo.cli import COMMANDS, build_parser
 
-    (commands,) = [a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)]
+    def command_parser(name: str) -> argparse.ArgumentParser:
+        (commands,) = [a for a in build_parser(name)._actions if isinstance(a, argparse._SubParsersAction)]
+        parser: argparse.ArgumentParser = commands.choices[name]
+        return parser
+
     missing = [
         f"{name} {action.option_strings[0]}"
-        for name, command in commands.choices.items()
-        for action in command._actions
+        for name in COMMANDS
+        for action in command_parser(name)._actions
         if action.option_strings and action.dest != "help" and not action.help
     ]
     assert missing == []
-    tune_help = commands.choices["tune"].format_help()
+    assert all(len(command_parser(name)._actions) > 1 for name in COMMANDS if name != "envs")  # each has its flags
+    tune_help = command_parser("tune").format_help()
     assert "(default: 20)" in tune_help and "(default: 50000)" in tune_help  # --n-trials, --n-timesteps
 
 

@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from roboppo import PPO
-from roboppo.zoo.cli import main
+from roboppo.cli import main
 from tests.conftest import train_until_interrupted
 
 ENV = "RoboInvertedPendulum-v0"
@@ -251,7 +251,7 @@ def test_a_benchmark_refuses_a_folder_whose_runs_used_other_settings(
 
 def test_settings_that_spell_out_sb3_defaults_are_the_same_settings(tmp_path: pathlib.Path) -> None:
     """A search file that leaves out ``ent_coef`` trains what the entry that writes ``ent_coef: 0.0`` trains."""
-    from roboppo.zoo.benchmark import SettingsMismatchError, check_settings
+    from roboppo.cli.benchmark import SettingsMismatchError, check_settings
 
     args = argparse.Namespace(out=tmp_path, hparams=None)
     check_settings(args, ENV)  # records the entry's settings
@@ -269,7 +269,7 @@ def test_settings_that_spell_out_sb3_defaults_are_the_same_settings(tmp_path: pa
 def test_an_interrupted_benchmark_stops_instead_of_moving_to_the_next_seed(
     tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    import roboppo.zoo.train as zoo_train
+    import roboppo.cli.train as zoo_train
 
     started: list[int] = []
 
@@ -289,7 +289,7 @@ def test_a_benchmark_writes_each_finished_run_and_counts_early_ends(
     tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Seed 0 finishes and is in benchmark.md before seed 1 is interrupted; its 20 final episodes all fell."""
-    import roboppo.zoo.train as zoo_train
+    import roboppo.cli.train as zoo_train
 
     real_train = zoo_train.train
 
@@ -312,7 +312,7 @@ def test_benchmark_workers_end_when_the_benchmark_is_killed(tmp_path: pathlib.Pa
     script = tmp_path / "parent.py"
     script.write_text(
         "import concurrent.futures, multiprocessing, os, time\n"
-        "from roboppo.zoo.benchmark import exit_with_parent\n"
+        "from roboppo.cli.benchmark import exit_with_parent\n"
         "if __name__ == '__main__':\n"
         "    pool = concurrent.futures.ProcessPoolExecutor(1, mp_context=multiprocessing.get_context('spawn'),\n"
         "        initializer=exit_with_parent, initargs=(os.getpid(), 0.1))\n"
@@ -384,7 +384,7 @@ def test_the_console_script_exits_with_every_file_complete(tmp_path: pathlib.Pat
     """``entry_point`` freezes the garbage collector before exiting: nothing the run wrote may be cut short."""
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-    script = "import sys; from roboppo.zoo.cli import entry_point; sys.argv[0] = 'roboppo-zoo'; entry_point()"
+    script = "import sys; from roboppo.cli import entry_point; sys.argv[0] = 'roboppo-zoo'; entry_point()"
     command = [sys.executable, "-c", script, "train", "--env", ENV, "--log-folder", str(tmp_path), *TINY]
     done = subprocess.run(command, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
@@ -418,7 +418,7 @@ def test_a_benchmark_continues_an_unfinished_run_from_its_checkpoint_to_the_same
 
 
 def test_a_benchmark_of_an_env_without_a_reward_threshold_says_so() -> None:
-    from roboppo.zoo.benchmark import ROBOPPO, Row, report
+    from roboppo.cli.benchmark import ROBOPPO, Row, report
 
     text = report([Row("roboppo/Walker2d-v5", ROBOPPO, 0, 1000, 5.0, 1234.5, None, 50, 2)])
     assert "targets: roboppo/Walker2d-v5 none (no reward threshold)" in text

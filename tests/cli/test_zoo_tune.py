@@ -13,9 +13,9 @@ import sys
 import optuna
 import pytest
 
-from roboppo.common.hparams import load_ppo_hparams
-from roboppo.zoo.cli import build_parser, main
-from roboppo.zoo.tune import STORAGE_ENV, _fail_dead_trials, _open_study, fit_budget, scrub, storage_url
+from roboppo.cli import build_parser, main
+from roboppo.cli.tune import STORAGE_ENV, _fail_dead_trials, _open_study, fit_budget, scrub, storage_url
+from roboppo.zoo.loader import load_ppo_hparams
 
 ENV = "RoboInvertedPendulum-v0"
 SECRET = "s3cret"
@@ -27,7 +27,7 @@ def _files_text(folder: pathlib.Path) -> str:
 
 def test_two_workers_share_one_sqlite_study(tmp_path: pathlib.Path) -> None:
     command = [
-        sys.executable, "-m", "roboppo.zoo.cli", "tune", "--env", ENV, "--n-trials", "2", "--n-timesteps", "512",
+        sys.executable, "-m", "roboppo.cli", "tune", "--env", ENV, "--n-trials", "2", "--n-timesteps", "512",
         "--eval-freq", "256", "--eval-episodes", "2", "--log-folder", str(tmp_path), "--no-progress-bar",
         "--torch-threads", "1", "--env-threads", "1",
     ]  # fmt: skip
@@ -72,7 +72,7 @@ def test_numeric_flags_must_be_positive(flag: str, capsys: pytest.CaptureFixture
         main(["tune", "--env", ENV, flag, "0"])
     assert exit_info.value.code == 2
     err = capsys.readouterr().err
-    assert f"argument {flag}: " in err and ("at least 1" in err or ">= 1" in err), err  # cli.positive_int's words
+    assert f"argument {flag}: " in err and ("at least 1" in err or ">= 1" in err), err  # flag_type("threads")'s words
 
 
 def test_bad_budget_and_env_threads_end_before_anything_is_written(
@@ -86,7 +86,7 @@ def test_bad_budget_and_env_threads_end_before_anything_is_written(
 
 
 def test_storage_flag_wins_over_the_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path) -> None:
-    parse = build_parser().parse_args
+    parse = build_parser("tune").parse_args
     monkeypatch.delenv(STORAGE_ENV, raising=False)
     assert storage_url(parse(["tune", "--env", ENV, "--log-folder", str(tmp_path)])) == (
         f"sqlite:///{tmp_path / f'tune_{ENV}.db'}"
@@ -110,7 +110,7 @@ def _closed_port() -> int:
 
 def test_password_never_shown_when_the_database_is_unreachable(tmp_path: pathlib.Path) -> None:
     url = f"postgresql+psycopg2://tuner:{SECRET}@127.0.0.1:{_closed_port()}/tuning"
-    command = [sys.executable, "-m", "roboppo.zoo.cli", "tune", "--env", ENV, "--log-folder", str(tmp_path)]
+    command = [sys.executable, "-m", "roboppo.cli", "tune", "--env", ENV, "--log-folder", str(tmp_path)]
     done = subprocess.run(
         command, env={**os.environ, STORAGE_ENV: url}, capture_output=True, text=True, timeout=120, check=False
     )

@@ -7,7 +7,7 @@ from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.evaluation import evaluate_policy
 
 from roboppo import PPO
-from roboppo.zoo.baselines import rl_zoo3_cartpole
+from roboppo.cli.baselines import rl_zoo3_cartpole
 
 BUDGET = 100_000  # rl-zoo3's budget for CartPole-v1; bench/results/cartpole_dropin.md has stock SB3 beside it
 

@@ -12,9 +12,9 @@ from stable_baselines3.common.evaluation import evaluate_policy
 
 from roboppo import PPO
 from roboppo.common.env_util import make_env_from_id
-from roboppo.common.hparams import load_gail_hparams
 from roboppo.gail import GAILTrainer, collect_demonstrations, load_demonstrations, save_demonstrations
 from roboppo.zoo import load_ppo_hparams
+from roboppo.zoo.loader import load_gail_hparams
 
 ENV = "RoboInvertedPendulum-v0"
 

@@ -12,8 +12,8 @@ from stable_baselines3 import PPO as SB3PPO
 from stable_baselines3.common.distributions import StateDependentNoiseDistribution
 
 from roboppo import PPO
-from roboppo.common.hparams import load_ppo_hparams
 from roboppo.ppo.fast_paths import sampler_choice, update_choice
+from roboppo.zoo.loader import load_ppo_hparams
 
 TINY = {"n_steps": 32, "batch_size": 32, "n_epochs": 2}
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from roboppo import PPO
-from roboppo.common.hparams import load_ppo_hparams
+from roboppo.zoo.loader import load_ppo_hparams
 
 
 def test_ppo_trains_on_go1_with_the_kit_on() -> None:

@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from roboppo.zoo.tracking import COMMAND_GRID, report, track
+from roboppo.cli.tracking import COMMAND_GRID, report, track
 
 
 class Still:

@@ -7,7 +7,7 @@ import pathlib
 import pytest
 from torch import nn
 
-from roboppo.common.hparams import (
+from roboppo.zoo.loader import (
     HparamsError,
     capped_budget,
     default_hparams_file,
@@ -197,7 +197,7 @@ def test_device_kind_follows_torch_and_jax(
     import jax
     import torch as th
 
-    from roboppo.common import hparams
+    from roboppo.zoo import loader as hparams
 
     monkeypatch.setattr(hparams, "get_device", lambda device: th.device(torch_device))
     monkeypatch.setattr(jax, "default_backend", lambda: jax_backend)
@@ -222,7 +222,7 @@ def test_the_keys_roboppo_adds_are_those_of_its_signatures() -> None:
     from stable_baselines3.common.policies import ActorCriticPolicy
 
     from roboppo import PPO, TanhGaussianPolicy
-    from roboppo.common import validation
+    from roboppo.zoo import schema as validation
 
     def added(ours: object, theirs: object) -> dict:
         mine, sb3 = validation._settings_of(ours), validation._settings_of(theirs)

@@ -54,8 +54,8 @@ def test_the_hparams_ship_inside_the_package_and_stay_at_zoo_hparams() -> None:
     import tomllib
 
     setuptools = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
-    assert setuptools["package-data"]["roboppo.zoo_hparams"] == ["*.yml"]
-    assert (ROOT / "zoo_hparams").resolve() == ROOT / "roboppo" / "zoo_hparams"
+    assert setuptools["package-data"]["roboppo.zoo.hparams"] == ["*.yml"]
+    assert (ROOT / "zoo_hparams").resolve() == ROOT / "roboppo" / "zoo" / "hparams"
     assert {p.name for p in (ROOT / "zoo_hparams").glob("*.yml")} == {"ppo.yml", "gail.yml"}
 
 
@@ -67,5 +67,5 @@ def test_the_shared_layer_imports_nothing_from_the_algorithms() -> None:
         for node in ast.walk(ast.parse(path.read_text())):
             names = [node.module or ""] if isinstance(node, ast.ImportFrom) else []
             names += [alias.name for alias in node.names] if isinstance(node, ast.Import) else []
-            upward = [name for name in names if name.startswith(above) and not name.startswith("roboppo.zoo_hparams")]
+            upward = [name for name in names if name.startswith(above) and not name.startswith("roboppo.zoo.hparams")]
             assert not upward, f"{path.name} imports {upward}"

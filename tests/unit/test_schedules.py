@@ -6,8 +6,8 @@ import pathlib
 
 import pytest
 
-from roboppo.common.hparams import HparamsError, load_ppo_hparams
 from roboppo.common.schedules import KLAdaptiveLR
+from roboppo.zoo.loader import HparamsError, load_ppo_hparams
 
 
 def test_the_rate_follows_the_measured_kl_within_its_bounds() -> None:

@@ -7,7 +7,7 @@ import pathlib
 import numpy as np
 
 import roboppo_envs  # noqa: F401  registers the suite ids
-from roboppo.zoo.stats import Interval, early_ends, iqm_intervals, performance_profile, score, time_to_target
+from roboppo.cli.stats import Interval, early_ends, iqm_intervals, performance_profile, score, time_to_target
 
 
 def test_iqm_is_the_mean_of_the_middle_half_with_an_interval_around_it() -> None:

@@ -10,10 +10,11 @@ from collections import defaultdict
 import gymnasium as gym
 import numpy as np
 
+from roboppo.cli.runs import model_file, read_config
 from roboppo.common.callbacks import read_evaluations
 from roboppo.common.files import atomic_target
 from roboppo.ppo import PPO
-from roboppo.zoo.runs import model_file, read_config
+from roboppo.zoo.schema import flag_type
 
 
 def record(args: argparse.Namespace) -> int:
@@ -120,3 +121,21 @@ def plot(args: argparse.Namespace) -> int:
     plt.close(figure)
     print(f"learning curves of {len(args.runs)} run(s) written to {args.out}")
     return 0
+
+
+def add_arguments(command: str, parser: argparse.ArgumentParser) -> None:
+    """The flags of ``record``, ``plot``; the handler each runs."""
+    if command == "record":
+        parser.set_defaults(handler=record)
+        parser.add_argument("--run", type=pathlib.Path, required=True, metavar="RUN_DIR", help="a run folder")
+        parser.add_argument("--out", type=pathlib.Path, required=True, help="video file (.mp4 or .gif)")
+        parser.add_argument("--episodes", type=flag_type("episodes"), default=1, help="episodes to record")
+        parser.add_argument("--max-steps", type=flag_type("max_steps"), default=1000, help="steps per episode at most")
+        parser.add_argument("--fps", type=flag_type("fps"), default=None, help="default: the env's render_fps")
+        parser.add_argument("--best", action="store_true", help="the best model by evaluation instead of the final")
+        parser.add_argument("--seed", type=int, default=0, help="seed of the env")
+
+    elif command == "plot":
+        parser.set_defaults(handler=plot)
+        parser.add_argument("runs", type=pathlib.Path, nargs="+", metavar="RUN_DIR")
+        parser.add_argument("--out", type=pathlib.Path, default=pathlib.Path("parser.png"), help="the PNG to write")

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import pathlib
 from typing import Any
 
 import gymnasium as gym
 from gymnasium import spaces
 
 import roboppo_envs
+from roboppo.cli.runs import model_file, read_config
 from roboppo.export import export_policy
 from roboppo.ppo import PPO
-from roboppo.zoo.runs import model_file, read_config
 
 
 def export(args: argparse.Namespace) -> int:
@@ -49,3 +50,12 @@ def robot_metadata(env_id: str, env_kwargs: dict[str, Any] | None) -> dict[str, 
     facts = envs.unwrapped.deployment()  # type: ignore[attr-defined]
     envs.close()
     return {"env_id": env_id, **facts, **kit, "env_kwargs": env_kwargs or {}}
+
+
+def add_arguments(command: str, parser: argparse.ArgumentParser) -> None:
+    """The flags of ``export``; the handler each runs."""
+    parser.set_defaults(handler=export)
+    parser.add_argument("--run", type=pathlib.Path, required=True, metavar="RUN_DIR", help="a run folder")
+    parser.add_argument("--format", choices=("onnx", "torchscript"), default="onnx", help="file format")
+    parser.add_argument("--out", type=pathlib.Path, required=True, help="file to write (.onnx or .pt)")
+    parser.add_argument("--best", action="store_true", help="the best model by evaluation instead of the final")

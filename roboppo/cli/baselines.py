@@ -33,8 +33,8 @@ from stable_baselines3.common.utils import LinearSchedule
 from stable_baselines3.common.vec_env import VecNormalize
 
 import roboppo_envs
+from roboppo.cli.stats import early_ends
 from roboppo.common.files import atomic_target
-from roboppo.zoo.stats import early_ends
 
 GYMNASIUM_TWIN = {
     "RoboInvertedPendulum-v0": "InvertedPendulum-v5",

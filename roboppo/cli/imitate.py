@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import pathlib
 import sys
 from typing import Any
 
@@ -11,12 +12,13 @@ import yaml
 from imitation.util import logger as imitation_logger
 from stable_baselines3.common.evaluation import evaluate_policy
 
+from roboppo.cli.runs import check_log_folder, new_run_dir, run_name, write_atomic
 from roboppo.common.env_util import check_env_id, make_env_from_id
-from roboppo.common.hparams import load_gail_hparams
 from roboppo.gail import Demonstrations, GAILTrainer, collect_demonstrations, load_demonstrations, save_demonstrations
 from roboppo.gail.bc import reset_action_std, train_bc
 from roboppo.ppo import PPO
-from roboppo.zoo.runs import check_log_folder, new_run_dir, run_name, write_atomic
+from roboppo.zoo.loader import load_gail_hparams
+from roboppo.zoo.schema import flag_type
 
 
 def collect_demos(args: argparse.Namespace) -> int:
@@ -105,3 +107,55 @@ def _report(model: PPO, eval_env: Any, episodes: int, demos: Demonstrations) -> 
             f"; expert return {expert_returns.mean():.1f}: fraction reached {mean_return / expert_returns.mean():.3f}"
         )
     print(line)
+
+
+def add_arguments(command: str, parser: argparse.ArgumentParser) -> None:
+    """The flags of ``collect-demos``, ``bc``, ``gail``; the handler each runs."""
+    if command == "collect-demos":
+        parser.set_defaults(handler=collect_demos)
+        parser.add_argument("--model", type=pathlib.Path, required=True, help="a model zip saved by roboppo")
+        parser.add_argument("--env", required=True, help="registered env id")
+        parser.add_argument("--episodes", type=flag_type("episodes"), default=50, help="episodes to record")
+        parser.add_argument("--out", type=pathlib.Path, required=True, help="output .npz")
+        parser.add_argument("--seed", type=int, default=0, help="seed of the first episode")
+
+    elif command == "bc":
+        parser.set_defaults(handler=bc)
+        add_demo_flags(parser)
+        parser.add_argument("--batches", type=flag_type("bc_batches"), default=10_000, help="gradient steps")
+
+    elif command == "gail":
+        parser.set_defaults(handler=gail)
+        add_demo_flags(parser)
+        parser.add_argument(
+            "--n-timesteps", type=flag_type("n_timesteps"), default=None, help="generator env steps (default: gail.yml)"
+        )
+        parser.add_argument("--init-from-bc", action="store_true", help="start the generator from behaviour cloning")
+        parser.add_argument(
+            "--bc-batches", type=flag_type("bc_batches"), default=10_000, help="BC steps for --init-from-bc"
+        )
+
+
+def add_demo_flags(command: argparse.ArgumentParser) -> None:
+    """The flags ``bc`` and ``gail`` share: env, demonstrations, seed, folders, evaluation."""
+    command.add_argument("--env", required=True, help="registered env id")
+    command.add_argument(
+        "--demos", type=pathlib.Path, required=True, help="demonstrations (.npz or folder; .pkl with --allow-pickle)"
+    )
+    command.add_argument("--n-demos", type=flag_type("n_demos"), default=None, help="use the first N episodes only")
+    command.add_argument(
+        "--clip-demo-actions", action="store_true", help="clip actions outside the env's bounds instead of refusing"
+    )
+    command.add_argument(
+        "--allow-pickle", action="store_true", help="read pickled demonstrations (can run code: trusted files only)"
+    )
+    command.add_argument("--seed", type=int, default=0, help="random seed")
+    command.add_argument("--log-folder", type=pathlib.Path, default=pathlib.Path("runs"), help="where run folders go")
+    command.add_argument("--hparams", type=pathlib.Path, default=None, help="a gail.yml (default: zoo_hparams/)")
+    command.add_argument(
+        "--eval-episodes", type=flag_type("eval_episodes"), default=10, help="final evaluation episodes"
+    )
+    command.add_argument(
+        "--allow-env-mismatch", action="store_true", help="accept demonstrations recorded on another env id"
+    )
+    command.add_argument("--no-progress-bar", action="store_true", help="no progress bar")

@@ -1,4 +1,4 @@
-"""MuJoCo robots with the physics and rewards of Gymnasium's v5 environments.
+"""The ``Robo*-v0`` MuJoCo robots (``RoboHopper-v0``, ...): Gymnasium's v5 envs, float32 for the networks.
 
 Each class subclasses the Gymnasium v5 env (so every reward coefficient stays a
 constructor keyword) and changes only the types: observations are float32, as the

@@ -20,22 +20,7 @@ from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.logger import CSVOutputFormat, Logger, make_output_format
 
 import roboppo_envs
-from roboppo.common.callbacks import EvalCallback, RandomizationLogger, read_evaluations
-from roboppo.common.env_util import check_env_id, make_env_from_id
-from roboppo.common.files import remove_partials, write_atomic
-from roboppo.common.hparams import HparamsError, load_ppo_hparams, parse_overrides
-from roboppo.common.training_state import (
-    TrainingState,
-    read_training_state,
-    restore_env,
-    restore_training_state,
-    save_training_state,
-    state_path,
-)
-from roboppo.common.validation import OFF, check_rollout
-from roboppo.common.vec_env import FlattenDictVecEnv
-from roboppo.ppo import PPO
-from roboppo.zoo.runs import (
+from roboppo.cli.runs import (
     CHECKPOINTS,
     CONFIG_FILE,
     INTERRUPTED,
@@ -46,6 +31,21 @@ from roboppo.zoo.runs import (
     run_name,
     write_config,
 )
+from roboppo.common.callbacks import EvalCallback, RandomizationLogger, read_evaluations
+from roboppo.common.env_util import check_env_id, make_env_from_id
+from roboppo.common.files import remove_partials, write_atomic
+from roboppo.common.training_state import (
+    TrainingState,
+    read_training_state,
+    restore_env,
+    restore_training_state,
+    save_training_state,
+    state_path,
+)
+from roboppo.common.vec_env import FlattenDictVecEnv
+from roboppo.ppo import PPO
+from roboppo.zoo.loader import HparamsError, load_ppo_hparams, parse_overrides
+from roboppo.zoo.schema import OFF, check_rollout, flag_type
 
 # flag -> default for a new run (the parser leaves them None so that --resume can tell what was given)
 TRAIN_DEFAULTS: dict[str, Any] = {
@@ -371,3 +371,58 @@ def _stop_on_signals() -> Iterator[StopOnSignal]:
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
+
+
+def add_arguments(command: str, parser: argparse.ArgumentParser) -> None:
+    """The flags of ``train``; the handler each runs."""
+    parser.set_defaults(handler=train, check=_check)
+    parser.add_argument("--env", default=None, help="registered env id")
+    parser.add_argument("--seed", type=int, help="random seed (default: 0)")
+    parser.add_argument(
+        "-n", "--n-timesteps", type=flag_type("n_timesteps"), help="env steps (default: the zoo entry's); with "
+        "--resume, the run's new budget",
+    )  # fmt: skip
+    parser.add_argument("--n-envs", type=flag_type("n_envs"), help="env copies (default: the zoo entry's)")
+    parser.add_argument("--device", help="torch device (default: auto)")
+    parser.add_argument(
+        "--env-threads", type=flag_type("threads"), help="threads stepping a MuJoCo batch (default: the cores)"
+    )
+    parser.add_argument(
+        "--torch-threads", type=flag_type("threads"), help="torch threads (1 is fastest for small networks)"
+    )
+    parser.add_argument("-p", action="append", metavar="KEY=VALUE", help="override a hyperparameter (repeatable)")
+    parser.add_argument(
+        "-params", "--hyperparams", nargs="+", metavar="KEY:VALUE", dest="params",
+        help="rl-zoo3's form of -p: key:value pairs (values read as YAML, never evaluated)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--env-kwargs", nargs="+", metavar="KEY:VALUE", help="keywords of the env (values read as YAML), e.g. "
+        "reset_noise_scale:0.01",
+    )  # fmt: skip
+    parser.add_argument("--tensorboard-log", type=pathlib.Path, help="also write TensorBoard events under this folder")
+    parser.add_argument("--hparams", type=pathlib.Path, default=None, help="a ppo.yml (default: zoo_hparams/)")
+    parser.add_argument("-f", "--log-folder", type=pathlib.Path, help="where run folders go (default: runs)")
+    parser.add_argument(
+        "--eval-freq", type=flag_type("eval_freq", allow_off=True), help='env steps between evaluations, or "off" '
+        "(default: 10000)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--eval-episodes", type=flag_type("eval_episodes"), help="episodes per evaluation (default: 10)"
+    )
+    parser.add_argument(
+        "--save-freq", type=flag_type("save_freq", allow_off=True), help="env steps between checkpoints (each at the "
+        'first rollout boundary past a multiple, with its training state), or "off" (default: 50000)',
+    )  # fmt: skip
+    parser.add_argument(
+        "--resume", type=pathlib.Path, default=None, metavar="RUN_DIR",
+        help="continue a run (with --n-timesteps: to a new budget)",
+    )  # fmt: skip
+    parser.add_argument("--no-progress-bar", action="store_true", help="no progress bar (logs only)")
+
+
+def _check(args: argparse.Namespace) -> str | None:
+    return (
+        "train needs --env ID, or --resume RUN_DIR to continue a run"
+        if args.env is None and args.resume is None
+        else None
+    )

@@ -16,11 +16,12 @@ from gymnasium import spaces
 from stable_baselines3.common.evaluation import evaluate_policy
 
 import roboppo_envs
+from roboppo.cli.runs import CHECKPOINTS, RunFolderError, file_name, model_file, read_config
+from roboppo.cli.tracking import is_joystick_task, report, track
 from roboppo.common.env_util import make_env_from_id
 from roboppo.common.files import atomic_target
 from roboppo.ppo import PPO
-from roboppo.zoo.runs import CHECKPOINTS, RunFolderError, file_name, model_file, read_config
-from roboppo.zoo.tracking import is_joystick_task, report, track
+from roboppo.zoo.schema import flag_type
 
 
 def find_run(args: argparse.Namespace) -> pathlib.Path:
@@ -51,7 +52,7 @@ def chosen_model(args: argparse.Namespace, run: pathlib.Path) -> pathlib.Path:
 
 def evaluate(args: argparse.Namespace) -> int:
     """Deterministic evaluation of a run's model: mean ± std return over ``--episodes`` episodes; for a joystick
-    robot, its velocity tracking over :data:`~roboppo.zoo.tracking.COMMAND_GRID` (50 episodes by default)."""
+    robot, its velocity tracking over :data:`~roboppo.cli.tracking.COMMAND_GRID` (50 episodes by default)."""
     run = find_run(args)
     config = read_config(run)
     path = chosen_model(args, run)
@@ -167,3 +168,41 @@ def list_robots() -> None:
     print(
         f"pushes=True|{{...}}: Playground's velocity kicks ({kicks}); noise_level=1.0 (0: none); command=(vx, vy, yaw)"
     )
+
+
+def add_arguments(command: str, parser: argparse.ArgumentParser) -> None:
+    """The flags of ``eval``, ``enjoy``, ``envs``; the handler each runs."""
+    if command == "eval":
+        parser.set_defaults(handler=evaluate, check=_check_model_flags)
+        add_model_flags(parser)
+        parser.set_defaults(episodes=None)  # 10, or 50 for a joystick robot (5 per command of the grid)
+        parser.add_argument("--seed", type=int, default=12_345, help="seed of the evaluation env")
+
+    elif command == "enjoy":
+        parser.set_defaults(handler=enjoy, check=_check_model_flags)
+        add_model_flags(parser)
+        parser.add_argument("--no-render", action="store_true", help="only print the returns (as eval)")
+        parser.add_argument("--seed", type=int, default=0, help="seed of the env")
+
+    elif command == "envs":
+        parser.set_defaults(handler=list_envs)
+
+
+def add_model_flags(command: argparse.ArgumentParser) -> None:
+    """Which model ``eval`` and ``enjoy`` load: ``--run`` or, as rl-zoo3 does, ``--folder --env --exp-id``."""
+    command.add_argument("--run", type=pathlib.Path, metavar="RUN_DIR", help="a run folder (train, gail or quickstart)")
+    command.add_argument("-f", "--folder", type=pathlib.Path, help="rl-zoo3 style: the log folder holding the runs")
+    command.add_argument("--env", help="with --folder: the env id of the run")
+    command.add_argument(
+        "--exp-id", type=int, default=0, help="with --folder: the N-th run of --env, oldest first (0: the latest)"
+    )
+    command.add_argument("-n", "--episodes", type=flag_type("episodes"), default=10, help="episodes to run")
+    command.add_argument("--eval-episodes", type=flag_type("episodes"), dest="episodes", help="same as --episodes")
+    command.add_argument("--best", "--load-best", action="store_true", help="the best model by evaluation")
+    command.add_argument("--load-checkpoint", type=int, metavar="STEPS", help="the checkpoint saved at STEPS steps")
+
+
+def _check_model_flags(args: argparse.Namespace) -> str | None:
+    if (args.run is None) == (args.folder is None or args.env is None):
+        return f"{args.command} needs --run RUN_DIR, or --folder FOLDER --env ID [--exp-id N]"
+    return None

@@ -1,6 +1,6 @@
 """``--ray-address``: a benchmark's (env, seed) runs, or ``tune``'s workers, as Ray tasks.
 
-Each task runs the same function a local ``--jobs`` worker runs (:func:`roboppo.zoo.benchmark.run_roboppo`),
+Each task runs the same function a local ``--jobs`` worker runs (:func:`roboppo.cli.benchmark.run_roboppo`),
 declaring ``--ray-cpus`` CPUs and ``--ray-gpus`` GPUs. Run folders and kept rows land under ``--out``
 as in a local benchmark: on a cluster, ``--out`` must be storage every node shares (the driver also
 writes each row it receives, so the table is complete on the driver's side either way). A task

@@ -40,16 +40,17 @@ import torch as th
 from stable_baselines3.common.evaluation import evaluate_policy
 
 import roboppo_envs
+from roboppo.cli.baselines import RL_ZOO3_PPO, evaluate_stock_sb3, train_stock_sb3
+from roboppo.cli.runs import check_log_folder, file_name, resume_point, saved_steps
+from roboppo.cli.stats import early_ends, iqm_intervals, performance_profile, score, time_to_target, timings
 from roboppo.common.env_util import check_env_id, make_env_from_id
 from roboppo.common.errors import UserInputError
 from roboppo.common.files import atomic_target, write_atomic
-from roboppo.common.hparams import load_ppo_hparams
 from roboppo.common.training_state import state_path
 from roboppo.ppo import PPO
 from roboppo.ppo.settings import sb3_default_settings
-from roboppo.zoo.baselines import RL_ZOO3_PPO, evaluate_stock_sb3, train_stock_sb3
-from roboppo.zoo.runs import check_log_folder, file_name, resume_point, saved_steps
-from roboppo.zoo.stats import early_ends, iqm_intervals, performance_profile, score, time_to_target, timings
+from roboppo.zoo.loader import load_ppo_hparams
+from roboppo.zoo.schema import flag_type
 from roboppo_envs.mujoco.vector_env import available_cpus
 
 DEFAULT_ENVS = ["RoboInvertedPendulum-v0", "RoboInvertedDoublePendulum-v0", "RoboHopper-v0"]
@@ -128,7 +129,7 @@ def target_text(env_id: str) -> str:
 
 def run_roboppo(args: argparse.Namespace, env_id: str, seed: int) -> Row:
     """One ``train`` run into ``<out>/runs/<env>/``, evaluated at the end on a fresh env."""
-    from roboppo.zoo.train import INTERRUPTED, train
+    from roboppo.cli.train import INTERRUPTED, train
 
     hparams = getattr(args, "hparams", None)
     budget = args.n_timesteps or load_ppo_hparams(env_id, hparams).n_timesteps
@@ -379,7 +380,7 @@ def report(rows: list[Row]) -> str:
 
 
 def benchmark(args: argparse.Namespace) -> int:
-    from roboppo.zoo.media import plot
+    from roboppo.cli.media import plot
 
     args.envs = args.envs or DEFAULT_ENVS
     for env_id in args.envs:
@@ -416,7 +417,7 @@ def local_rows(args: argparse.Namespace) -> list[Row]:
 
 def ray_rows(args: argparse.Namespace) -> list[Row]:
     """Every (env, seed) run at once as Ray tasks; then stock SB3's, with the env steps roboppo's runs took."""
-    from roboppo.zoo.ray_sweep import sweep
+    from roboppo.cli.ray_sweep import sweep
 
     seeds = range(args.first_seed, args.first_seed + args.seeds)
     rows: list[Row] = []
@@ -431,3 +432,29 @@ def ray_rows(args: argparse.Namespace) -> list[Row]:
         steps = next(r.steps for r in rows if r.env_id == env_id)
         sweep(args, functools.partial(run_sb3, budget=steps), [(env_id, seed) for seed in seeds], finished)
     return sorted(rows, key=lambda r: (args.envs.index(r.env_id), r.system != ROBOPPO, r.seed))
+
+
+def add_arguments(command: str, parser: argparse.ArgumentParser) -> None:
+    """The flags of ``benchmark``; the handler each runs."""
+    parser.set_defaults(handler=benchmark)
+    parser.add_argument("--envs", nargs="+", default=None, help="env ids (default: the MuJoCo entries)")
+    parser.add_argument("--seeds", type=flag_type("seeds"), default=3, help="number of seeds")
+    parser.add_argument("--first-seed", type=int, default=0, help="seeds are first-seed, first-seed + 1, ...")
+    parser.add_argument("--jobs", type=flag_type("jobs"), default=1, help="runs at a time, in separate processes")
+    parser.add_argument("--n-timesteps", type=flag_type("n_timesteps"), default=None, help="override every budget")
+    parser.add_argument(
+        "--eval-freq", type=flag_type("eval_freq"), default=10_000, help="env steps between evaluations"
+    )
+    parser.add_argument("--eval-episodes", type=flag_type("eval_episodes"), default=10, help="episodes per evaluation")
+    parser.add_argument(
+        "--final-episodes", type=flag_type("eval_episodes"), default=50, help="episodes of each run's final evaluation"
+    )
+    parser.add_argument("--no-sb3", action="store_true", help="skip the stock SB3 rows")
+    parser.add_argument("--hparams", type=pathlib.Path, default=None, help="a ppo.yml (default: zoo_hparams/)")
+    parser.add_argument("--out", type=pathlib.Path, default=pathlib.Path("bench/results/zoo"), help="tables and plots")
+    parser.add_argument(
+        "--ray-address", default=None,
+        help="run every (env, seed) as a Ray task: auto, ray://host:port, host:port, or local (start one)",
+    )  # fmt: skip
+    parser.add_argument("--ray-cpus", type=flag_type("jobs"), default=1, help="CPUs each Ray task declares (and uses)")
+    parser.add_argument("--ray-gpus", type=float, default=0.0, help="GPUs each Ray task declares (fractions allowed)")

@@ -27,12 +27,13 @@ import numpy as np
 import yaml
 from stable_baselines3.common.callbacks import EvalCallback
 
+from roboppo.cli.runs import check_log_folder, file_name, write_atomic
+from roboppo.cli.train import apply_threads
 from roboppo.common.env_util import check_env_id, make_env_from_id
 from roboppo.common.errors import UserInputError
-from roboppo.common.hparams import load_ppo_hparams
 from roboppo.ppo import PPO
-from roboppo.zoo.runs import check_log_folder, file_name, write_atomic
-from roboppo.zoo.train import apply_threads
+from roboppo.zoo.loader import load_ppo_hparams
+from roboppo.zoo.schema import flag_type
 
 NET_ARCHS = {"small": [64, 64], "medium": [128, 128], "large": [256, 256]}
 STORAGE_ENV = "ROBOPPO_STORAGE"
@@ -273,7 +274,7 @@ def _optimize(study: Any, args: argparse.Namespace, env_kwargs: dict[str, Any] |
 
 def _tune_on_ray(args: argparse.Namespace, url: str, shown: str) -> int:
     """``--ray-workers`` workers of ``--n-trials`` each as Ray tasks on one study; then the best entry, written here."""
-    from roboppo.zoo.ray_sweep import tune_workers
+    from roboppo.cli.ray_sweep import tune_workers
 
     if url.startswith("sqlite:///"):  # workers may start in another folder: the same file, by its absolute path
         url = "sqlite:///" + str(pathlib.Path(url.removeprefix("sqlite:///")).resolve())
@@ -340,3 +341,45 @@ def _write_best(study: Any, args: argparse.Namespace, shown_url: str) -> int:
     write_atomic(out, comment + yaml.safe_dump({args.env: entry}, sort_keys=False))
     print(f"study {study.study_name} ({shown_url}): {len(study.trials)} trials, best {best.value:.1f}; entry in {out}")
     return 0
+
+
+def add_arguments(command: str, parser: argparse.ArgumentParser) -> None:
+    """The flags of ``tune``; the handler each runs."""
+    parser.set_defaults(handler=tune)
+    parser.add_argument("--env", required=True, help="registered env id")
+    parser.add_argument("--n-trials", type=flag_type("n_trials"), default=20, help="trials for this worker")
+    parser.add_argument(
+        "--n-timesteps", type=flag_type("n_timesteps"), default=50_000, help="env steps per trial, at most"
+    )
+    parser.add_argument(
+        "--eval-freq", type=flag_type("eval_freq"), default=10_000, help="env steps between evaluations"
+    )
+    parser.add_argument("--eval-episodes", type=flag_type("eval_episodes"), default=5, help="episodes per evaluation")
+    parser.add_argument(
+        "--storage", default=None,
+        help="study database URL, e.g. postgresql+psycopg2://user:PASSWORD@host/db (default: $ROBOPPO_STORAGE, "
+        "else sqlite in --log-folder); its password is never printed",
+    )  # fmt: skip
+    parser.add_argument("--study-name", default=None, help="default: ppo-<env>")
+    parser.add_argument(
+        "--heartbeat", type=flag_type("threads"), default=10, metavar="SECONDS",
+        help="a running trial's heartbeat; a trial silent for 3 heartbeats is failed and retried (default: 10)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--env-threads", type=flag_type("threads"), help="threads of a MuJoCo batch (default: the cores)"
+    )
+    parser.add_argument(
+        "--torch-threads", type=flag_type("threads"), help="torch threads (1 is fastest for small networks)"
+    )
+    parser.add_argument("--log-folder", type=pathlib.Path, default=pathlib.Path("runs"), help="where the study goes")
+    parser.add_argument(
+        "--out", type=pathlib.Path, default=None, help="best entry (default: <log-folder>/tune_<env>_best.yml)"
+    )
+    parser.add_argument("--no-progress-bar", action="store_true", help="no progress bar")
+    parser.add_argument(
+        "--ray-address", default=None,
+        help="start --ray-workers workers as Ray tasks on this cluster (auto, ray://host:port, host:port, local)",
+    )  # fmt: skip
+    parser.add_argument("--ray-workers", type=flag_type("jobs"), default=2, help="tuning workers on Ray (default: 2)")
+    parser.add_argument("--ray-cpus", type=flag_type("jobs"), default=1, help="CPUs each Ray worker declares")
+    parser.add_argument("--ray-gpus", type=float, default=0.0, help="GPUs each Ray worker declares")
