@@ -37,7 +37,7 @@ def run(system: str, seed: int, n_timesteps: int, eval_every: int) -> dict[str, 
     from stable_baselines3.common.vec_env import VecNormalize
 
     from roboppo import PPO
-    from roboppo.zoo.baselines import rl_zoo3_cartpole
+    from roboppo.cli.baselines import rl_zoo3_cartpole
 
     th.set_num_threads(1)
     env, eval_env = make_vec_env("CartPole-v1", n_envs=8, seed=seed), make_vec_env("CartPole-v1", seed=10_000 + seed)

@@ -27,9 +27,9 @@ from stable_baselines3.common.evaluation import evaluate_policy
 
 from roboppo import PPO
 from roboppo.common.env_util import make_env_from_id
-from roboppo.common.hparams import load_gail_hparams
 from roboppo.gail import GAILTrainer, load_demonstrations
 from roboppo.gail.bc import train_bc
+from roboppo.zoo.loader import load_gail_hparams
 
 
 def run_seed(args: argparse.Namespace, seed: int, expert_return: float) -> dict[str, Any]:

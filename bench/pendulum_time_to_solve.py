@@ -27,8 +27,8 @@ from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 
 from roboppo import PPO
+from roboppo.cli.baselines import RL_ZOO3_PPO
 from roboppo.common.env_util import make_env_from_id
-from roboppo.zoo.baselines import RL_ZOO3_PPO
 
 BUDGET = 50_000
 ENV = "RoboInvertedPendulum-v0"

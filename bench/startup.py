@@ -54,7 +54,7 @@ def timed(tree: pathlib.Path, args: list[str], log_folder: pathlib.Path) -> tupl
     extra = ["-f", str(log_folder)] if "--env" in args else []
     start = time.perf_counter()
     done = subprocess.run(
-        [sys.executable, "-m", "roboppo.zoo.cli", *args, *extra], env=env, cwd=tree, capture_output=True, text=True
+        [sys.executable, "-m", "roboppo.cli", *args, *extra], env=env, cwd=tree, capture_output=True, text=True
     )
     seconds = time.perf_counter() - start
     if done.returncode != 0:

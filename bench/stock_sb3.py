@@ -22,7 +22,7 @@ def run_seed(env_id: str, seed: int, n_timesteps: int) -> tuple[int, float, floa
     """(seed, final return, training seconds) of one stock SB3 run."""
     import torch
 
-    from roboppo.zoo.baselines import evaluate_stock_sb3, train_stock_sb3
+    from roboppo.cli.baselines import evaluate_stock_sb3, train_stock_sb3
 
     torch.set_num_threads(1)
     model, env, seconds = train_stock_sb3(env_id, seed, n_timesteps)

@@ -23,9 +23,9 @@ import numpy as np
 from _report import commit
 
 import roboppo_envs
+from roboppo.cli.stats import iqm_intervals, score
 from roboppo.common.callbacks import read_evaluations
 from roboppo.common.files import atomic_target, write_atomic
-from roboppo.zoo.stats import iqm_intervals, score
 
 RESULTS = pathlib.Path(__file__).parent / "results"
 SUITE = RESULTS / "suite"

@@ -7,7 +7,7 @@ the settings its authors publish for that task, one run per process, torch on on
   batched env) and its budget, so its schedules are the entry's whatever ``--max-steps`` says;
 - **SB3** and **SBX** (SB3 in JAX, which takes its hyperparameters from rl-baselines3-zoo):
   rl-baselines3-zoo's tuned PPO for Hopper (1 env, ``VecNormalize`` on observations and rewards,
-  ``roboppo.zoo.baselines.RL_ZOO3_PPO``);
+  ``roboppo.cli.baselines.RL_ZOO3_PPO``);
 - **torchrl**: its PPO MuJoCo example (``sota-implementations/ppo``, the settings of Schulman et al.
   2017): 1 env with ``VecNorm`` observations clipped to 10, 2,048 frames per batch, minibatches of 64,
   10 epochs, Adam at 3e-4 annealed to 0 over 1M frames, separate actor and critic optimizers, clip 0.2,
@@ -123,7 +123,7 @@ def sb3_api_model(system: str, seed: int) -> tuple[Any, Callable[[np.ndarray], n
     from stable_baselines3.common.env_util import make_vec_env
     from stable_baselines3.common.vec_env import VecNormalize
 
-    from roboppo.zoo.baselines import RL_ZOO3_PPO
+    from roboppo.cli.baselines import RL_ZOO3_PPO
 
     settings = dict(RL_ZOO3_PPO["RoboHopper-v0"])
     env = VecNormalize(make_vec_env(TWIN, n_envs=1, seed=seed), gamma=settings["gamma"])

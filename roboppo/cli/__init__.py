@@ -147,4 +147,3 @@ def entry_point() -> None:
     code = main()
     gc.freeze()
     sys.exit(code)
-
