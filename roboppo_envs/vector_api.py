@@ -9,6 +9,24 @@ import numpy as np
 Info = dict[str, np.ndarray]  # per-term arrays, one row per copy
 
 
+class NonFiniteEnvOutputError(RuntimeError):
+    """An env returned NaN or inf (an observation, a reward): raised by roboppo's batched envs and by its PPO."""
+
+
+def nonfinite_rows(values: Any) -> np.ndarray:
+    """The copies (rows) whose ``values`` hold NaN or inf: the one check of env output, for arrays and dicts of them.
+
+    Integer and boolean arrays are always finite. :return: the row indices, in order (empty: all finite).
+    """
+    if isinstance(values, dict):
+        parts = [nonfinite_rows(value) for value in values.values()]
+        return np.unique(np.concatenate(parts)) if parts else np.zeros(0, np.int64)
+    array = np.asarray(values)
+    if not np.issubdtype(array.dtype, np.floating) or array.size == 0:
+        return np.zeros(0, np.int64)
+    return np.flatnonzero(~np.isfinite(array.reshape(array.shape[0], -1)).all(axis=1))
+
+
 def time_limit(max_episode_steps: int | None, registered: int | None, name: str) -> int | None:
     """The steps after which an episode is truncated, by ``gym.make``'s rule; None: never.
 

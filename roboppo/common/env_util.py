@@ -12,6 +12,7 @@ from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv
 import roboppo_envs
 from roboppo.common.errors import NonFiniteEnvOutputError, UnknownEnvError
 from roboppo.common.vec_env import GymnasiumVecEnv
+from roboppo_envs.vector_api import nonfinite_rows
 
 
 def check_env_id(env_id: str) -> None:
@@ -108,20 +109,15 @@ def _first_bad_terminal_observation(infos: list[dict[str, Any]] | tuple) -> tupl
 
 
 def _first_bad_copy(values: Any, what: str) -> tuple[int, str] | None:
-    """The first copy whose ``values`` row holds NaN or inf, and what it is; None when all are finite."""
+    """The first copy whose ``values`` row holds NaN or inf, and what it is (a dict's key named); None when finite."""
     if isinstance(values, dict):
         for key, value in values.items():
             found = _first_bad_copy(value, f"{what} ({key!r})")
             if found is not None:
                 return found
         return None
-    array = np.asarray(values)
-    if not np.issubdtype(array.dtype, np.floating):
-        return None  # integers and booleans are always finite
-    finite = np.isfinite(array.reshape(array.shape[0], -1)).all(axis=1)
-    if finite.all():
-        return None
-    return int(np.flatnonzero(~finite)[0]), what
+    rows = nonfinite_rows(values)
+    return (int(rows[0]), what) if rows.size else None
 
 
 def _as_batch(obs: Any) -> Any:

@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+from roboppo_envs.vector_api import NonFiniteEnvOutputError
+
+__all__ = [
+    "MissingDependencyError", "ModelLoadError", "NonFiniteEnvOutputError", "UnknownEnvError", "UserInputError",
+]  # fmt: skip
+
 
 class UserInputError(Exception):
     """Bad input from the user (a file, a setting, an id): ``roboppo-zoo`` prints it as one ``error:`` line.
@@ -17,10 +23,6 @@ class MissingDependencyError(UserInputError, ImportError):
 
 class UnknownEnvError(UserInputError, ValueError):
     """An environment id that is not registered with Gymnasium."""
-
-
-class NonFiniteEnvOutputError(RuntimeError):
-    """An environment returned NaN or inf in an observation or reward."""
 
 
 class ModelLoadError(UserInputError, ValueError):

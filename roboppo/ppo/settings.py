@@ -97,7 +97,9 @@ def resolve(
     shown = {} if entry is None else {key: entry.values.get(key, value) for key, value in zoo.items()}
     if isinstance(env, str):
         env_kwargs = (entry.env_kwargs if entry is not None else {}) | (env_kwargs or {})
-        arguments["env"] = make_env_from_id(env, n_envs=n_envs or 1, seed=arguments.get("seed"), env_kwargs=env_kwargs)
+        arguments["env"] = make_env_from_id(
+            env, n_envs=1 if n_envs is None else n_envs, seed=arguments.get("seed"), env_kwargs=env_kwargs
+        )
     space = getattr(arguments.get("env"), "observation_space", None)
     resolved = Resolved(arguments, roboppo, n_envs, entry, shown, replaced)
     if flattenable(space) and reads_flat_dicts(policy, arguments.get("policy_kwargs")):

@@ -36,7 +36,7 @@ import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 
 from roboppo_envs.jax_cache import enable_compilation_cache
-from roboppo_envs.vector_api import expand, reset_mask, scattered, time_limit, with_masks
+from roboppo_envs.vector_api import NonFiniteEnvOutputError, expand, reset_mask, scattered, time_limit, with_masks
 
 # MuJoCo's MJX prints "Failed to import warp: ..." and "Failed to import mujoco_warp: ..." when
 # Brax imports it without NVIDIA Warp, which only its GPU pipeline uses: those two lines are dropped.
@@ -61,8 +61,8 @@ BACKENDS = ("spring", "positional", "generalized", "mjx")
 enable_compilation_cache(jax)
 
 
-class BraxNonFiniteError(RuntimeError):
-    """The Brax simulation produced NaN or inf."""
+#: a Brax batch's NaN or inf: the one :class:`~roboppo_envs.vector_api.NonFiniteEnvOutputError`
+BraxNonFiniteError = NonFiniteEnvOutputError
 
 
 class _Outputs(NamedTuple):
@@ -287,7 +287,7 @@ class BraxVectorEnv(VectorEnv):
         assert self._carry is not None
         bad_step = int(self._carry.first_bad_step)
         if bad_step >= 0:
-            raise BraxNonFiniteError(
+            raise NonFiniteEnvOutputError(
                 f"{self.name}: the Brax simulation returned NaN or inf at vector step {bad_step}; "
                 "the physics diverged (try a smaller action scale or another backend)."
             )

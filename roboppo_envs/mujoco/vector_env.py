@@ -48,7 +48,15 @@ from roboppo_envs.mujoco.tasks import (
     State,
 )
 from roboppo_envs.pushes import Kicks, checked_pushes
-from roboppo_envs.vector_api import expand, reset_mask, scattered, time_limit, with_masks
+from roboppo_envs.vector_api import (
+    NonFiniteEnvOutputError,
+    expand,
+    nonfinite_rows,
+    reset_mask,
+    scattered,
+    time_limit,
+    with_masks,
+)
 
 #: the render modes whose frames a vector env returns, one per copy
 FRAME_MODES = ("rgb_array", "depth_array", "rgbd_tuple")
@@ -124,8 +132,8 @@ def batch_class() -> type[Any]:
     return Batch
 
 
-class MujocoNonFiniteError(RuntimeError):
-    """A MuJoCo simulation produced NaN or inf."""
+#: a MuJoCo batch's NaN or inf: the one :class:`~roboppo_envs.vector_api.NonFiniteEnvOutputError`
+MujocoNonFiniteError = NonFiniteEnvOutputError
 
 
 def available_cpus() -> int:
@@ -730,18 +738,17 @@ class MujocoVectorEnv(VectorEnv, EzPickle):
         return actions
 
     def _check_finite(self, obs: np.ndarray, reward: np.ndarray, ignore: np.ndarray | None = None) -> None:
-        bad_obs, bad_reward = ~np.isfinite(obs).all(axis=1), ~np.isfinite(reward)
-        if ignore is not None:
-            bad_obs, bad_reward = bad_obs & ~ignore, bad_reward & ~ignore
-        if not (bad_obs.any() or bad_reward.any()):
+        bad_obs = [int(row) for row in nonfinite_rows(obs) if ignore is None or not ignore[row]]
+        bad_reward = [int(row) for row in nonfinite_rows(reward[:, None]) if ignore is None or not ignore[row]]
+        if not (bad_obs or bad_reward):
             return
-        rows = np.flatnonzero(bad_obs if bad_obs.any() else bad_reward).tolist()
+        rows = bad_obs or bad_reward
         where = f"copies {rows} (episode steps {self._steps[rows].tolist()})"
-        if bad_obs.any():
-            raise MujocoNonFiniteError(
+        if bad_obs:
+            raise NonFiniteEnvOutputError(
                 f"{self.name}: the simulation returned NaN or inf in {where}; the physics diverged."
             )
-        raise MujocoNonFiniteError(
+        raise NonFiniteEnvOutputError(
             f"{self.name}: the reward is NaN or inf in {where} while the state is finite; check the reward keywords "
             "(weights and *_range bounds must be finite where they apply)."
         )
