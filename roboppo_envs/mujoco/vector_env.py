@@ -37,6 +37,7 @@ from gymnasium.utils.seeding import np_random
 from gymnasium.vector import AutoresetMode, VectorEnv
 
 from roboppo_envs import randomize as dr
+from roboppo_envs.mujoco.model_files import set_total_mass, without_total_mass
 from roboppo_envs.mujoco.robo_v0 import RoboHopperEnv, RoboInvertedDoublePendulumEnv, RoboInvertedPendulumEnv
 from roboppo_envs.mujoco.tasks import (
     SUITE,
@@ -225,8 +226,11 @@ class MujocoVectorEnv(VectorEnv, EzPickle):
                 f"render_mode={render_mode!r}: a batched env renders {', '.join(FRAME_MODES)} (one frame per copy); "
                 "for a window, wrap a render_mode='rgb_array' env in gymnasium.wrappers.vector.HumanRendering."
             )
+        compiled_kwargs, total_mass = without_total_mass(env_class, env_kwargs)
         with mujoco_warnings_as_python_warnings():
-            self.template = env_class(render_mode=render_mode, **env_kwargs)
+            self.template = env_class(render_mode=render_mode, **compiled_kwargs)
+        if total_mass is not None:
+            set_total_mass(self.template.model, self.template.data, total_mass)
         self.autoreset_mode = AutoresetMode(autoreset_mode)
         self.metadata = {**self.template.metadata, "autoreset_mode": self.autoreset_mode}
         self.metadata["render_modes"] = [mode for mode in self.metadata["render_modes"] if mode in FRAME_MODES]

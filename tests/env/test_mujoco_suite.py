@@ -548,3 +548,30 @@ def test_batch_call_get_attr_and_rewards_per_copy_as_sync_vector_env() -> None:
     forces = zip(ours.get_attr("data"), theirs.get_attr("data"), strict=True)
     for mine, their in forces:
         np.testing.assert_array_equal(mine.cfrc_int, their.cfrc_int)
+
+
+@pytest.mark.parametrize("env_id", [*roboppo_envs.suite_ids(), "RoboHopper-v0", "roboppo/Go1JoystickFlatTerrain-v1"])
+def test_no_env_warns_or_prints_on_creation(env_id: str, capfd: pytest.CaptureFixture) -> None:
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        gym.make_vec(env_id, num_envs=2).close()
+        gym.make(env_id).close()
+    assert [str(w.message) for w in caught] == []
+    assert capfd.readouterr() == ("", "")
+
+
+def test_half_cheetah_compiles_without_settotalmass_into_gymnasiums_model() -> None:
+    """Gymnasium's file sets the total mass with a deprecated compiler attribute; the twin sets it after compiling."""
+    import warnings
+
+    twin = gym.make_vec("roboppo/HalfCheetah-v5", num_envs=1).model  # type: ignore[attr-defined]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # MuJoCo's deprecation of settotalmass, which Gymnasium's file uses
+        theirs = gym.make("HalfCheetah-v5").unwrapped.model  # type: ignore[attr-defined]
+    assert theirs.body_mass.sum() == pytest.approx(14.0)
+    fields = ("body_mass", "body_inertia", "body_subtreemass", "dof_invweight0", "body_invweight0", "actuator_acc0")
+    for field in fields:
+        np.testing.assert_array_equal(getattr(twin, field), getattr(theirs, field), err_msg=field)
+    assert (twin.stat.meanmass, twin.stat.meaninertia) == (theirs.stat.meanmass, theirs.stat.meaninertia)
