@@ -115,7 +115,7 @@ def one_blas_thread() -> Iterator[None]:
     The sampler's products are a few rows by a few hundred columns. From about 8 x 256 x 256 on,
     OpenBLAS splits them over its threads, and at these sizes the hand-offs cost more than the split
     saves, most of all beside a busy core (a second run, the overlapped update, any other process).
-    ``bench/blas_threads.py`` times both ways."""
+    docs/studies.md (retired benchmark scripts) has the timings of both ways."""
     with _blas().limit(limits=1, user_api="blas"):
         yield
 
