@@ -69,3 +69,14 @@ def test_the_shared_layer_imports_nothing_from_the_algorithms() -> None:
             names += [alias.name for alias in node.names] if isinstance(node, ast.Import) else []
             upward = [name for name in names if name.startswith(above) and not name.startswith("roboppo.zoo.hparams")]
             assert not upward, f"{path.name} imports {upward}"
+
+
+def test_the_command_line_is_the_top_floor() -> None:
+    """Nothing in the package but the quickstart (a command too) imports roboppo.cli, lazy imports included."""
+    for path in (ROOT / "roboppo").rglob("*.py"):
+        if path.is_relative_to(ROOT / "roboppo" / "cli") or path.name == "quickstart.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            names += [alias.name for alias in node.names] if isinstance(node, ast.Import) else []
+            assert not [name for name in names if name.startswith("roboppo.cli")], path
