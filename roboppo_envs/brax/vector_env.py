@@ -65,6 +65,10 @@ enable_compilation_cache(jax)
 BraxNonFiniteError = NonFiniteEnvOutputError
 
 
+#: the autoreset modes, in the order the compiled step reads them
+AUTORESET_MODES = (AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP, AutoresetMode.DISABLED)
+
+
 class _Outputs(NamedTuple):
     obs: jax.Array  # what step returns: a restarted copy's first observation
     reward: jax.Array
@@ -142,6 +146,8 @@ class BraxVectorEnv(VectorEnv):
         self.device = jax.devices()[0]
         self._reset_fn = jax.jit(self._reset_batch)
         self._step_fn = jax.jit(self._step_batch)
+        no_limit = jnp.iinfo(jnp.int32).max if self.max_episode_steps is None else self.max_episode_steps
+        self._limit, self._mode = jnp.int32(no_limit), jnp.int32(AUTORESET_MODES.index(self.autoreset_mode))
         self._carry: _Carry | None = None
 
     # -- pure functions, jit-compiled once ------------------------------------------------------
@@ -152,18 +158,25 @@ class BraxVectorEnv(VectorEnv):
         zeros = jnp.zeros(self.num_envs, jnp.int32)
         return _Carry(state, zeros, key, jnp.int32(0), jnp.int32(-1), jnp.zeros(self.num_envs, bool))
 
-    def _step_batch(self, carry: _Carry, action: jax.Array) -> tuple[_Carry, _Outputs]:
+    def _step_batch(
+        self, carry: _Carry, action: jax.Array, limit: jax.Array, mode: jax.Array
+    ) -> tuple[_Carry, _Outputs]:
+        """One step of every copy. ``limit`` (the time limit) and ``mode`` (the autoreset mode's index in
+        :data:`AUTORESET_MODES`) are traced, so envs that differ only in them share one compiled program."""
         stepped = jax.vmap(self.brax_env.step)(carry.state, action)
         steps = carry.steps + 1
         terminated = stepped.done > 0
-        limit = self.max_episode_steps if self.max_episode_steps is not None else jnp.iinfo(jnp.int32).max
         truncated = (steps >= limit) & ~terminated
+        next_step, same_step = (
+            mode == AUTORESET_MODES.index(AutoresetMode.NEXT_STEP),
+            mode == AUTORESET_MODES.index(AutoresetMode.SAME_STEP),
+        )
         # NEXT_STEP: the copies that finished at the last step only reset here (their action is unused)
-        idle = carry.finished if self.autoreset_mode == AutoresetMode.NEXT_STEP else jnp.zeros_like(terminated)
+        idle = carry.finished & next_step
         terminated, truncated = terminated & ~idle, truncated & ~idle
         reward = jnp.where(idle, 0.0, stepped.reward)
         done = terminated | truncated
-        restart = idle | done if self.autoreset_mode == AutoresetMode.SAME_STEP else idle
+        restart = jnp.where(same_step, idle | done, idle)
         key, reset_key = jax.random.split(carry.key)
         fresh = jax.lax.cond(
             restart.any(),
@@ -177,7 +190,7 @@ class BraxVectorEnv(VectorEnv):
         )
         vector_steps = carry.vector_steps + 1
         first_bad = jnp.where((carry.first_bad_step < 0) & ~finite, vector_steps, carry.first_bad_step)
-        finished = done & (self.autoreset_mode != AutoresetMode.SAME_STEP)
+        finished = done & ~same_step
         new_carry = _Carry(state, jnp.where(restart, 0, steps), key, vector_steps, first_bad, finished)
         return new_carry, _Outputs(
             state.obs, reward, terminated, truncated, stepped.obs, state.metrics, stepped.metrics
@@ -272,7 +285,7 @@ class BraxVectorEnv(VectorEnv):
                 f"{self.name}: copies {np.flatnonzero(np.asarray(self._carry.finished)).tolist()} finished their "
                 "episodes; with autoreset_mode DISABLED reset them first: reset(options={'reset_mask': mask})."
             )
-        self._carry, outputs = self._step_fn(self._carry, actions)
+        self._carry, outputs = self._step_fn(self._carry, actions, self._limit, self._mode)
         return outputs
 
     def _checked_actions(self, actions: Any) -> np.ndarray | jax.Array:

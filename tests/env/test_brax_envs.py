@@ -18,12 +18,17 @@ from roboppo_envs.brax import BraxNonFiniteError, BraxVectorEnv
 jax = pytest.importorskip("jax")
 
 LIMIT = 6
+#: every pendulum batch here has two copies: the time limit and autoreset mode are traced, so they share one program
+COPIES = 2
+pytestmark = pytest.mark.xdist_group("brax-pendulums")  # one worker compiles, the JAX cache serves the rest
 
 
 @pytest.fixture(scope="module")
 def pendulums() -> Iterator[BraxVectorEnv]:
-    """Four Brax inverted pendulums truncated after LIMIT steps (compiled once for the module)."""
-    envs = BraxVectorEnv("inverted_pendulum", 4, max_episode_steps=LIMIT, env_id="Pendulums", autoreset_mode="SameStep")
+    """Two Brax inverted pendulums truncated after LIMIT steps (compiled once for the module)."""
+    envs = BraxVectorEnv(
+        "inverted_pendulum", COPIES, max_episode_steps=LIMIT, env_id="Pendulums", autoreset_mode="SameStep"
+    )
     yield envs
     envs.close()
 
@@ -46,41 +51,41 @@ def test_brax_ids_are_registered_with_a_vector_entry_point() -> None:
 
 
 def test_make_vec_returns_the_brax_vector_env() -> None:
-    envs = gym.make_vec("RoboBraxInvertedPendulum-v0", num_envs=3, max_episode_steps=50)
+    envs = gym.make_vec("RoboBraxInvertedPendulum-v0", num_envs=COPIES, max_episode_steps=50)
     assert isinstance(envs, BraxVectorEnv)
     assert envs.metadata["autoreset_mode"] == AutoresetMode.NEXT_STEP  # Gymnasium's default
-    assert envs.max_episode_steps == 50 and envs.num_envs == 3
+    assert envs.max_episode_steps == 50 and envs.num_envs == COPIES
 
 
 def test_reset_and_step_shapes_and_dtypes(pendulums: BraxVectorEnv) -> None:
     obs, info = pendulums.reset(seed=0)
-    assert obs.shape == (4, 4) and obs.dtype == np.float32 and info == {}
+    assert obs.shape == (COPIES, 4) and obs.dtype == np.float32 and info == {}
     assert pendulums.observation_space.contains(obs)
-    obs, reward, terminated, truncated, info = pendulums.step(np.zeros((4, 1), np.float32))
-    assert obs.shape == (4, 4) and obs.dtype == np.float32
-    assert reward.shape == (4,) and reward.dtype == np.float64
+    obs, reward, terminated, truncated, info = pendulums.step(np.zeros((COPIES, 1), np.float32))
+    assert obs.shape == (COPIES, 4) and obs.dtype == np.float32
+    assert reward.shape == (COPIES,) and reward.dtype == np.float64
     assert terminated.dtype == bool and truncated.dtype == bool
 
 
 def test_truncation_at_the_limit_keeps_the_terminal_observation(pendulums: BraxVectorEnv) -> None:
     pendulums.reset(seed=1)
     for _ in range(LIMIT - 1):
-        _, _, terminated, truncated, info = pendulums.step(np.zeros((4, 1), np.float32))
+        _, _, terminated, truncated, info = pendulums.step(np.zeros((COPIES, 1), np.float32))
         assert not truncated.any() and info == {}
-    obs, _, terminated, truncated, info = pendulums.step(np.zeros((4, 1), np.float32))
+    obs, _, terminated, truncated, info = pendulums.step(np.zeros((COPIES, 1), np.float32))
     assert truncated.all() and not terminated.any()
     assert info["_final_obs"].all()
     # autoreset in the same step: obs are the new episodes' first, final_obs the old ones' last
     assert np.abs(obs).max() < 0.02  # fresh initial states are near upright and at rest
     assert not np.allclose(info["final_obs"], obs)
-    _, _, _, truncated, _ = pendulums.step(np.zeros((4, 1), np.float32))
+    _, _, _, truncated, _ = pendulums.step(np.zeros((COPIES, 1), np.float32))
     assert not truncated.any()  # step counters restarted
 
 
 def test_termination_is_not_truncation() -> None:
-    envs = BraxVectorEnv("inverted_pendulum", num_envs=4, max_episode_steps=1000, autoreset_mode="SameStep")
+    envs = BraxVectorEnv("inverted_pendulum", num_envs=COPIES, max_episode_steps=1000, autoreset_mode="SameStep")
     envs.reset(seed=2)
-    push = np.ones((4, 1), np.float32)
+    push = np.ones((COPIES, 1), np.float32)
     for _ in range(200):  # pushing the cart one way topples the pole well before the limit
         _, _, terminated, truncated, info = envs.step(push)
         if terminated.any():
@@ -91,7 +96,7 @@ def test_termination_is_not_truncation() -> None:
 
 
 def test_same_seed_same_trajectory_other_seed_another(pendulums: BraxVectorEnv, rng: np.random.Generator) -> None:
-    actions = rng.uniform(-1, 1, size=(LIMIT + 3, 4, 1)).astype(np.float32)
+    actions = rng.uniform(-1, 1, size=(LIMIT + 3, COPIES, 1)).astype(np.float32)
     first, again, other = (rollout(pendulums, seed, actions) for seed in (5, 5, 6))
     for a, b in zip(first, again, strict=True):
         np.testing.assert_array_equal(a, b)
@@ -119,9 +124,9 @@ def test_step_returns_writable_host_arrays(pendulums: BraxVectorEnv) -> None:
     """Wrappers (VecNormalize, user code) may write into what step returns, as with SB3's own VecEnvs."""
     obs, _ = pendulums.reset(seed=0)
     assert obs.flags.writeable
-    obs, reward, terminated, truncated, _ = pendulums.step(np.zeros((4, 1), np.float32))
+    obs, reward, terminated, truncated, _ = pendulums.step(np.zeros((COPIES, 1), np.float32))
     assert all(array.flags.writeable for array in (obs, reward, terminated, truncated))
-    assert obs.shape == (4, 4) and reward.dtype == np.float64 and terminated.dtype == np.bool_
+    assert obs.shape == (COPIES, 4) and reward.dtype == np.float64 and terminated.dtype == np.bool_
 
 
 def test_unknown_brax_name_and_backend_list_the_valid_ones() -> None:
@@ -133,11 +138,11 @@ def test_unknown_brax_name_and_backend_list_the_valid_ones() -> None:
 
 def test_wrong_action_batches_name_expected_and_actual(pendulums: BraxVectorEnv) -> None:
     pendulums.reset(seed=0)
-    expected = r"Pendulums: actions must be a float array of shape \(4, 1\), got float32 \(3, 1\)"
+    expected = r"Pendulums: actions must be a float array of shape \(2, 1\), got float32 \(3, 1\)"
     with pytest.raises(ValueError, match=expected):
         pendulums.step(np.zeros((3, 1), np.float32))
-    with pytest.raises(ValueError, match=r"got int64 \(4, 1\)"):
-        pendulums.step(np.zeros((4, 1), np.int64))
+    with pytest.raises(ValueError, match=r"got int64 \(2, 1\)"):
+        pendulums.step(np.zeros((COPIES, 1), np.int64))
 
 
 def test_nan_in_the_brax_state_names_env_and_step() -> None:
@@ -157,24 +162,25 @@ def test_missing_jax_says_which_extra_to_install(monkeypatch: pytest.MonkeyPatch
 
 def test_the_vector_api_as_gymnasium_documents_it() -> None:
     """Frames per copy, reset_mask, get_attr / set_attr / call, close twice; other autoreset modes refused."""
-    envs = gym.make_vec("RoboBraxInvertedPendulum-v0", num_envs=3, render_mode="rgb_array")
+    envs = gym.make_vec("RoboBraxInvertedPendulum-v0", num_envs=COPIES, render_mode="rgb_array")
     envs.reset(seed=0)
     frames = envs.render()
-    assert isinstance(frames, tuple) and len(frames) == 3 and all(f.shape == (240, 320, 3) for f in frames)
+    assert isinstance(frames, tuple) and len(frames) == COPIES and all(f.shape == (240, 320, 3) for f in frames)
     for _ in range(5):
-        moved, *_ = envs.step(np.full((3, 1), 0.5, np.float32))
-    again, _ = envs.reset(options={"reset_mask": np.array([True, False, True])})
+        moved, *_ = envs.step(np.full((COPIES, 1), 0.5, np.float32))
+    again, _ = envs.reset(options={"reset_mask": np.array([True, False])})
     np.testing.assert_array_equal(again[1], moved[1])  # copy 1 kept its episode
     assert not np.array_equal(again[0], moved[0])
-    assert envs.unwrapped.get_attr("dt") == (envs.unwrapped.brax_env.dt,) * 3
+    assert envs.unwrapped.get_attr("dt") == (envs.unwrapped.brax_env.dt,) * COPIES
     with pytest.raises(ValueError, match="share one Brax env"):
-        envs.unwrapped.set_attr("dt", [0.01, 0.02, 0.03])
+        envs.unwrapped.set_attr("dt", [0.01, 0.02])
     envs.close()
     envs.close()
     assert envs.closed
-    first = gym.make_vec("RoboBraxInvertedPendulum-v0", num_envs=3)
-    masked, _ = first.reset(seed=0, options={"reset_mask": np.ones(3, dtype=bool)})  # a first reset of every copy
-    np.testing.assert_array_equal(masked, gym.make_vec("RoboBraxInvertedPendulum-v0", num_envs=3).reset(seed=0)[0])
+    first = gym.make_vec("RoboBraxInvertedPendulum-v0", num_envs=COPIES)
+    masked, _ = first.reset(seed=0, options={"reset_mask": np.ones(COPIES, dtype=bool)})  # a first reset of every copy
+    again = gym.make_vec("RoboBraxInvertedPendulum-v0", num_envs=COPIES).reset(seed=0)[0]
+    np.testing.assert_array_equal(masked, again)
 
 
 def test_next_step_autoreset_returns_the_last_observation_then_resets() -> None:
