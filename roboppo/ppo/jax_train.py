@@ -24,6 +24,7 @@ import dataclasses
 import math
 import os
 import pathlib
+import warnings
 from typing import Any
 
 import numpy as np
@@ -243,14 +244,20 @@ def _write_back(
     exp_avg: Any,
     exp_avg_sq: Any,
 ) -> None:
-    """Copy the trained parameters and Adam state into the torch policy and optimizer."""
-    with th.no_grad():
+    """Copy the trained parameters and Adam state into the torch policy and optimizer, in place where the
+    optimizer already holds state tensors of the right shape (one copy each, no allocation)."""
+    with th.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # JAX's results are read-only; each is copied, never written
         for index, param in enumerate(params):
-            param.copy_(th.from_numpy(np.array(new_params[index])))
+            param.copy_(th.as_tensor(np.asarray(new_params[index])))
             state = optimizer.state[param]
+            for key, values in (("exp_avg", exp_avg[index]), ("exp_avg_sq", exp_avg_sq[index])):
+                source = th.as_tensor(np.asarray(values))
+                if isinstance(state.get(key), th.Tensor) and state[key].shape == source.shape:
+                    state[key].copy_(source)
+                else:
+                    state[key] = source.clone()
             state["step"] = th.tensor(float(step))  # float32, as torch's Adam keeps it (fused or not)
-            state["exp_avg"] = th.from_numpy(np.array(exp_avg[index]))
-            state["exp_avg_sq"] = th.from_numpy(np.array(exp_avg_sq[index]))
 
 
 _UPDATE: Any = None
