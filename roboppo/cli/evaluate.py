@@ -57,6 +57,13 @@ def evaluate(args: argparse.Namespace) -> int:
     config = read_config(run)
     path = chosen_model(args, run)
     model = PPO.load(path)
+    if args.sim_to_sim:
+        from roboppo.cli import sim_to_sim
+
+        episodes = args.episodes or 50
+        print(f"{config['env']} {path}: {episodes} episodes on each simulator, nominal physics, their own commands")
+        print(sim_to_sim.report(sim_to_sim.both(model, config["env"], episodes, args.seed)))
+        return 0
     if is_joystick_task(config["env"]):
         episodes = args.episodes or 50
         print(f"{config['env']} {path}: tracking over the command grid, the run's env keywords")
@@ -177,6 +184,10 @@ def add_arguments(command: str, parser: argparse.ArgumentParser) -> None:
         add_model_flags(parser)
         parser.set_defaults(episodes=None)  # 10, or 50 for a joystick robot (5 per command of the grid)
         parser.add_argument("--seed", type=int, default=12_345, help="seed of the evaluation env")
+        parser.add_argument(
+            "--sim-to-sim", action="store_true",
+            help="a Go1 run on roboppo's task and on EnvPool's port of it, nominal physics: reward, tracking, falls",
+        )  # fmt: skip
 
     elif command == "enjoy":
         parser.set_defaults(handler=enjoy, check=_check_model_flags)
