@@ -40,5 +40,5 @@ def test_a_task_without_a_port_is_refused_with_the_known_ones() -> None:
     from roboppo.cli.sim_to_sim import both
     from roboppo.common.errors import UserInputError
 
-    with pytest.raises(UserInputError, match="it knows roboppo/Go1JoystickFlatTerrain-v1, .* not roboppo/Hopper-v5"):
+    with pytest.raises(UserInputError, match=r"it knows roboppo/Go1JoystickFlatTerrain-v1, .* not roboppo/Hopper-v5"):
         both(None, "roboppo/Hopper-v5", 1, 0)  # type: ignore[arg-type]
