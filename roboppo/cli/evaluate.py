@@ -19,6 +19,7 @@ import roboppo_envs
 from roboppo.cli.runs import CHECKPOINTS, RunFolderError, file_name, model_file, read_config
 from roboppo.cli.tracking import is_joystick_task, report, track
 from roboppo.common.env_util import make_env_from_id
+from roboppo.common.errors import UserInputError
 from roboppo.common.files import atomic_target
 from roboppo.ppo import PPO
 from roboppo.zoo.schema import flag_type
@@ -63,6 +64,19 @@ def evaluate(args: argparse.Namespace) -> int:
         episodes = args.episodes or 50
         print(f"{config['env']} {path}: {episodes} episodes on each simulator, nominal physics, their own commands")
         print(sim_to_sim.report(sim_to_sim.both(model, config["env"], episodes, args.seed)))
+        return 0
+    if args.robustness is not None:
+        from roboppo.cli import robustness
+
+        if not is_joystick_task(config["env"]):
+            raise UserInputError(
+                f"--robustness sweeps a joystick robot's floor friction and torso mass, not {config['env']}."
+            )
+        episodes = args.episodes or 10
+        print(f"{config['env']} {path}: tracking with one value held fixed, {episodes} episodes per value")
+        results = robustness.sweep(model, config["env"], config.get("env_kwargs"), episodes, args.seed)
+        robustness.plot(results, args.robustness, f"{config['env']}: {run.name}")
+        print(f"wrote {args.robustness}")
         return 0
     if is_joystick_task(config["env"]):
         episodes = args.episodes or 50
@@ -187,6 +201,10 @@ def add_arguments(command: str, parser: argparse.ArgumentParser) -> None:
         parser.add_argument(
             "--sim-to-sim", action="store_true",
             help="a Go1 run on roboppo's task and on EnvPool's port of it, nominal physics: reward, tracking, falls",
+        )  # fmt: skip
+        parser.add_argument(
+            "--robustness", type=pathlib.Path, metavar="FIGURE",
+            help="a joystick robot's tracking and falls against floor friction and added torso mass, as a PNG",
         )  # fmt: skip
 
     elif command == "enjoy":

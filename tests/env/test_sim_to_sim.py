@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import pathlib
+
+import gymnasium as gym
 import numpy as np
 import pytest
 
@@ -42,3 +45,27 @@ def test_a_task_without_a_port_is_refused_with_the_known_ones() -> None:
 
     with pytest.raises(UserInputError, match=r"it knows roboppo/Go1JoystickFlatTerrain-v1, .* not roboppo/Hopper-v5"):
         both(None, "roboppo/Hopper-v5", 1, 0)  # type: ignore[arg-type]
+
+
+def test_the_robustness_sweep_holds_each_value_and_draws_the_figure(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from roboppo.cli import robustness
+
+    env_id = "roboppo/Go1JoystickFlatTerrain-v1"
+    assert robustness.held(env_id, True, "floor_friction", 0.1) == {"floor_friction": (0.1, 0.1)}
+    assert robustness.held(env_id, {"floor_friction": (0.5, 0.6)}, "torso_added_mass", 3.0) == {
+        "floor_friction": (0.5, 0.6), "torso_added_mass": (3.0, 3.0),
+    }  # fmt: skip
+    alone = robustness.held(env_id, None, "floor_friction", 1.3)
+    assert alone["floor_friction"] == (1.3, 1.3) and alone["torso_added_mass"] is None  # the others off
+    envs = gym.make_vec(env_id, num_envs=2, randomize=robustness.held(env_id, True, "floor_friction", 0.1))
+    envs.reset(seed=0)
+    assert [float(r["floor_friction"][0]) for r in envs.get_attr("randomization")] == [0.1, 0.1]
+    monkeypatch.setattr(robustness, "SWEEPS", {k: ((0.2, 1.0), u, r) for k, (_, u, r) in robustness.SWEEPS.items()})
+    model = PPO("MultiInputPolicy", env_id, n_envs=1, seed=0)
+    results = robustness.sweep(model, env_id, {"randomize": True, "max_episode_steps": 20}, 10, 0)
+    assert [value for value, _ in results["floor_friction"]] == [0.2, 1.0]
+    assert all(summary["episodes"] == 10 for rows in results.values() for _, summary in rows)
+    robustness.plot(results, tmp_path / "robustness.png", "test")
+    assert (tmp_path / "robustness.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
