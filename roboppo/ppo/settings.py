@@ -88,7 +88,9 @@ def resolve(
     user.pop("self")
     user |= {key: value for key, value in roboppo_kwargs.items() if value is not None}
     entry = zoo_entry(hyperparams, env, user.get("device", "auto"))
-    zoo, replaced = ({}, []) if entry is None else zoo_arguments(entry, set(user), is_roboppo_policy(policy))
+    # MultiInputPolicy on a Dict of vectors is roboppo's policy too (decided below, once the env is built)
+    roboppo_policy = is_roboppo_policy(policy) or policy == "MultiInputPolicy"
+    zoo, replaced = ({}, []) if entry is None else zoo_arguments(entry, set(user), roboppo_policy)
     arguments = user | zoo
     roboppo = {key: arguments.pop(key, default) for key, default in ROBOPPO_DEFAULTS.items()}
     if roboppo["train_backend"] not in TRAIN_BACKENDS:
@@ -102,7 +104,12 @@ def resolve(
         )
     space = getattr(arguments.get("env"), "observation_space", None)
     resolved = Resolved(arguments, roboppo, n_envs, entry, shown, replaced)
-    if flattenable(space) and reads_flat_dicts(policy, arguments.get("policy_kwargs")):
+    flat = flattenable(space) and reads_flat_dicts(policy, arguments.get("policy_kwargs"))
+    if policy == "MultiInputPolicy" and not flat and "policy_kwargs" in zoo:  # SB3's policy: SB3's keywords
+        arguments.pop("policy_kwargs")
+        zoo.pop("policy_kwargs")
+        resolved.zoo.pop("policy_kwargs", None)
+    if flat:
         resolved.dict_space = space
         if policy == "MultiInputPolicy":
             arguments["policy"] = "MlpPolicy"

@@ -82,3 +82,19 @@ def test_a_zoo_entry_sets_the_kit_and_a_users_env_kwargs_update_it(tmp_path: pat
         "MultiInputPolicy", "roboppo/Go1JoystickFlatTerrain-v1", hyperparams=entry, env_kwargs={"randomize": False}
     )
     assert mine.get_env().get_attr("randomization")[0] == {} and mine.get_env().get_attr("noise_level")[0] == 0.0
+
+
+@pytest.mark.parametrize("policy", ["MultiInputPolicy", "MlpPolicy"])
+def test_either_alias_on_a_robot_takes_the_entrys_networks(tmp_path: pathlib.Path, policy: str) -> None:
+    path = tmp_path / "ppo.yml"
+    path.write_text(
+        "roboppo/Go1JoystickFlatTerrain-v1:\n  n_envs: 2\n  n_steps: 16\n  batch_size: 32\n"
+        "  policy_kwargs: {net_arch: {pi: [32, 16], vf: [24]}, activation_fn: silu, actor_keys: [state],"
+        " critic_keys: [privileged_state]}\n"
+    )
+    entry = load_ppo_hparams("roboppo/Go1JoystickFlatTerrain-v1", path)
+    model = PPO(policy, "roboppo/Go1JoystickFlatTerrain-v1", hyperparams=entry, seed=0)
+    actor, critic = model.policy.mlp_extractor.policy_net, model.policy.mlp_extractor.value_net
+    assert [layer.out_features for layer in actor if hasattr(layer, "out_features")] == [32, 16]
+    assert [layer.in_features for layer in critic if hasattr(layer, "in_features")] == [123]  # privileged_state
+    assert model.hyperparams["policy_kwargs"]["net_arch"] == {"pi": [32, 16], "vf": [24]}
