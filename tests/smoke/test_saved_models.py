@@ -21,3 +21,16 @@ def test_a_model_of_version_0_1_0_loads_acts_and_trains_on() -> None:
     start = model.num_timesteps
     model.learn(64, reset_num_timesteps=False)
     assert model.num_timesteps == start + 64
+
+
+def test_a_zoo_model_of_version_0_1_0_loads_with_its_schedules() -> None:
+    """Its learning rate and clip range are the schedules 0.1.0 named ``roboppo.common.hparams.LinearSchedule``."""
+    from roboppo.common.schedules import LinearSchedule
+
+    recorded = np.load(DATA / "pendulum-zoo-0.1.0-actions.npz")
+    model = PPO.load(DATA / "pendulum-zoo-0.1.0.zip", env=gym.make("RoboInvertedPendulum-v0"))
+    assert isinstance(model.learning_rate, LinearSchedule) and model.learning_rate.initial == 2e-3
+    actions, _ = model.predict(recorded["observations"], deterministic=True)
+    np.testing.assert_allclose(actions, recorded["actions"], atol=1e-6)
+    assert model.default_total_timesteps == 20_000
+    model.learn(64, reset_num_timesteps=False)
