@@ -12,6 +12,6 @@ if [ "$#" -eq 0 ]; then  # the full check: lint, format and types first, then ev
     "$venv/bin/mypy"
     # the default tier on one pytest worker per core (at most 4: each holds torch, JAX and MuJoCo in memory)
     workers="$("$venv/bin/python" -c 'import os; print(min(4, len(os.sched_getaffinity(0))))')"
-    exec "$venv/bin/python" -m pytest -n "$workers" --dist loadgroup
+    exec "$venv/bin/python" -m pytest -n "$workers" --dist loadgroup --durations=15
 fi
 exec "$venv/bin/python" -m pytest "$@"
