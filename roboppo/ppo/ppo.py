@@ -27,12 +27,7 @@ from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.policies import BasePolicy
 from stable_baselines3.common.running_mean_std import RunningMeanStd
 from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback
-from stable_baselines3.common.utils import (
-    check_for_correct_spaces,
-    explained_variance,
-    obs_as_tensor,
-    update_learning_rate,
-)
+from stable_baselines3.common.utils import check_for_correct_spaces, obs_as_tensor, update_learning_rate
 from stable_baselines3.common.vec_env import VecEnv
 
 from roboppo.common.env_util import check_finite
@@ -56,7 +51,14 @@ from roboppo.ppo.settings import (
     sb3_settings,
     settings_line,
 )
-from roboppo.ppo.update import Revaluation, UpdateSettings, UpdateStats, record_statistics, record_update
+from roboppo.ppo.update import (
+    Revaluation,
+    UpdateSettings,
+    UpdateStats,
+    explained_variance_of,
+    record_statistics,
+    record_update,
+)
 from roboppo.zoo.loader import ZooEntry
 
 SelfPPO = TypeVar("SelfPPO", bound="PPO")
@@ -382,7 +384,7 @@ class PPO(SB3PPO):
             stats = jax_train.train(choice.graph, batch, settings, self._revaluation())
         else:
             stats = torch_train.train(self.policy, batch, settings, self._revaluation())
-        self._updated(stats, settings, self._explained_variance())
+        self._updated(stats, settings, explained_variance_of(self.rollout_buffer))
 
     def _start_pending(self, choice: Choice, settings: UpdateSettings) -> None:
         """``overlap_update``: hand this rollout's update to JAX and fold its observations in; the next rollout
@@ -392,7 +394,7 @@ class PPO(SB3PPO):
         batch = flat_batch(self.rollout_buffer, self.device)
         pending = jax_train.start(choice.graph, batch, settings, background=True, revaluation=self._revaluation())
         pending.statistics = statistics_of(self.policy)
-        pending.explained_variance = self._explained_variance()
+        pending.explained_variance = explained_variance_of(self.rollout_buffer)
         self.pairing.pending, self.pairing.trained = pending, None  # the trained pair is the pending update's
         self._update_obs_normalizer()
 
@@ -429,10 +431,6 @@ class PPO(SB3PPO):
         last_obs = obs_as_tensor(self._last_obs, self.device)  # type: ignore[arg-type]
         return Revaluation(self.rollout_buffer, last_obs, np.array(self._last_episode_starts))  # type: ignore[arg-type]
 
-    def _explained_variance(self) -> float:
-        buffer = self.rollout_buffer
-        return float(explained_variance(buffer.values.flatten(), buffer.returns.flatten()))
-
     def _update_obs_normalizer(self) -> None:
         if isinstance(self.policy, TanhGaussianPolicy) and not isinstance(self.rollout_buffer.observations, dict):
             self.policy.update_obs_normalizer(self.rollout_buffer.observations)
@@ -449,9 +447,8 @@ class PPO(SB3PPO):
         exclude: Iterable[str] | None = None,
         include: Iterable[str] | None = None,
     ) -> None:
-        """Save the model as one zip: the trained pair (:meth:`trained_pair`), the optimizer, and what the next
-        rollout samples with, so training resumes as it would have gone on. A path without a suffix gets
-        ``.zip``; the file is written beside its target and renamed into place, never left half-written."""
+        """SB3's ``save`` of the trained pair (:meth:`trained_pair`) and of what the next rollout samples with; a
+        path without a suffix gets ``.zip``, and the file is written beside its target and renamed into place."""
         with self.trained_pair(), without_dynamo_import():
             if not isinstance(path, (str, pathlib.Path)):
                 super().save(path, exclude, include)

@@ -16,6 +16,7 @@ import numpy as np
 import torch as th
 from stable_baselines3.common.buffers import RolloutBuffer
 from stable_baselines3.common.logger import Logger
+from stable_baselines3.common.utils import explained_variance
 
 from roboppo.ppo.policies import TanhGaussianPolicy
 
@@ -106,6 +107,11 @@ def random_draws(n_samples: int, n_epochs: int, action_dim: int) -> tuple[th.Ten
     """
     orders = th.stack([th.randperm(n_samples) for _ in range(n_epochs)])
     return orders, th.randn(n_epochs, n_samples, action_dim)
+
+
+def explained_variance_of(buffer: RolloutBuffer) -> float:
+    """SB3's explained variance of a rollout: its values against its returns."""
+    return float(explained_variance(buffer.values.flatten(), buffer.returns.flatten()))
 
 
 def record_update(logger: Logger, stats: UpdateStats, settings: UpdateSettings, explained: float, std: float) -> None:
