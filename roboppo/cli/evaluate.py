@@ -208,7 +208,7 @@ def add_arguments(command: str, parser: argparse.ArgumentParser) -> None:
         )  # fmt: skip
 
     elif command == "enjoy":
-        parser.set_defaults(handler=enjoy, check=_check_model_flags)
+        parser.set_defaults(handler=enjoy, check=_check_model_flags, sim_to_sim=False, robustness=None)
         add_model_flags(parser)
         parser.add_argument("--no-render", action="store_true", help="only print the returns (as eval)")
         parser.add_argument("--seed", type=int, default=0, help="seed of the env")
